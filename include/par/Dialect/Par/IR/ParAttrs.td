@@ -1,0 +1,74 @@
+//===- ParAttrs.td - par attributes and enums --------------*- tablegen -*-===//
+
+#ifndef PAR_DIALECT_PAR_IR_PARATTRS_TD
+#define PAR_DIALECT_PAR_IR_PARATTRS_TD
+
+include "par/Dialect/Par/IR/ParDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+def Par_ReductionKind : I32EnumAttr<"ReductionKind", "reduction kind", [
+    I32EnumAttrCase<"Sum", 0, "sum">,
+    I32EnumAttrCase<"Max", 1, "max">,
+    I32EnumAttrCase<"Min", 2, "min">,
+    I32EnumAttrCase<"Avg", 3, "avg">
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::par";
+}
+
+def Par_ReductionKindAttr
+    : EnumAttr<Par_Dialect, Par_ReductionKind, "reduction">;
+
+def Par_ShardingAttr : AttrDef<Par_Dialect, "Sharding"> {
+  let mnemonic = "sharding";
+  let summary = "How a tensor is laid out over a mesh";
+  let description = [{
+    For each tensor dimension, the ordered list of mesh axes the dimension is
+    split over (major to minor: the block a device holds is the linear index
+    of its coordinates on those axes, the last axis varying fastest). The
+    optional `partial` clause lists axes over which the local values are
+    partial results that still need a reduction of the given kind (sum, max
+    or min). Every other axis replicates the tensor.
+
+    ```mlir
+    #par.sharding<@mesh, [{"dp"}, {} ]>                   // batch over dp
+    #par.sharding<@mesh, [{}, {"tp", "sp"} ]>             // dim 1 over tp*sp
+    #par.sharding<@mesh, [{}, {} ], partial sum {"tp"}>   // unreduced over tp
+    ```
+
+    An axis may appear once at most. Whether axes exist and divide the
+    tensor is checked where the sharding meets a mesh and a type.
+  }];
+  let parameters = (ins
+    "::mlir::FlatSymbolRefAttr":$mesh,
+    ArrayRefParameter<"::mlir::ArrayAttr", "split axes per dimension">:$dims,
+    "::mlir::ArrayAttr":$partialAxes,
+    "::mlir::par::ReductionKind":$partialKind
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getRank() const { return getDims().size(); }
+    /// Axes dimension `dim` is split over, major to minor.
+    ::llvm::SmallVector<::llvm::StringRef> getDimAxes(int64_t dim) const;
+    ::llvm::SmallVector<::llvm::StringRef> getPartialAxisNames() const;
+    bool isPartial() const { return !getPartialAxes().empty(); }
+    /// True if no dimension is split and nothing is partial.
+    bool isFullyReplicated() const;
+    /// Builds a sharding from plain axis-name lists.
+    static ShardingAttr get(::mlir::MLIRContext *ctx,
+        ::mlir::FlatSymbolRefAttr mesh,
+        ::llvm::ArrayRef<::llvm::SmallVector<::llvm::StringRef>> dims,
+        ::llvm::ArrayRef<::llvm::StringRef> partial = {},
+        ReductionKind kind = ReductionKind::Sum);
+    /// Fully replicated sharding of the given rank.
+    static ShardingAttr getReplicated(::mlir::MLIRContext *ctx,
+        ::mlir::FlatSymbolRefAttr mesh, int64_t rank);
+    /// The same sharding without partial axes.
+    ShardingAttr withoutPartial() const;
+  }];
+}
+
+#endif // PAR_DIALECT_PAR_IR_PARATTRS_TD

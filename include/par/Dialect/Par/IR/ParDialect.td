@@ -1,0 +1,49 @@
+//===- ParDialect.td - par dialect definition --------------*- tablegen -*-===//
+//
+// The `par` dialect describes how tensors are laid out over a device mesh and
+// the collectives that move data between devices.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_DIALECT_PAR_IR_PARDIALECT_TD
+#define PAR_DIALECT_PAR_IR_PARDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Par_Dialect : Dialect {
+  let name = "par";
+  let cppNamespace = "::mlir::par";
+  let summary = "Mesh shardings and collectives for SPMD programs.";
+  let description = [{
+    The `par` dialect is modelled on Shardy's axis-based design. A `par.mesh`
+    names the axes of a device mesh. A `#par.sharding` attribute says, for each
+    dimension of a tensor, the ordered list of mesh axes it is split over, and
+    on which axes the value is still a *partial* result that needs a reduction.
+    Axes that appear nowhere in a sharding replicate the tensor.
+
+    Annotations (`par.sharding` on function arguments and results,
+    `par.sharding_constraint`, `par.reshard`) feed sharding propagation; after
+    partitioning, programs hold per-device tensors and explicit collectives
+    (`par.all_reduce`, `par.all_gather`, `par.reduce_scatter`,
+    `par.all_to_all`, `par.broadcast`, `par.send`/`par.recv`) plus the local
+    `par.all_slice`.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Name of the discardable attribute holding a value's sharding on
+    /// function arguments, results and ops.
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "par.sharding";
+    /// Name of the attribute partitioning leaves on function arguments and
+    /// results: the global (unsharded) type of the value.
+    static constexpr ::llvm::StringLiteral kGlobalTypeAttrName =
+        "par.global_type";
+  }];
+}
+
+class Par_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Par_Dialect, mnemonic, traits>;
+
+#endif // PAR_DIALECT_PAR_IR_PARDIALECT_TD

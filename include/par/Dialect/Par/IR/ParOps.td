@@ -1,0 +1,255 @@
+//===- ParOps.td - par operations --------------------------*- tablegen -*-===//
+
+#ifndef PAR_DIALECT_PAR_IR_PAROPS_TD
+#define PAR_DIALECT_PAR_IR_PAROPS_TD
+
+include "par/Dialect/Par/IR/ParDialect.td"
+include "par/Dialect/Par/IR/ParAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Mesh
+//===----------------------------------------------------------------------===//
+
+def Par_MeshOp : Par_Op<"mesh", [Symbol]> {
+  let summary = "A device mesh with named axes";
+  let description = [{
+    Declares a logical mesh of devices: an ordered list of named axes, each
+    with a static size. The device count is the product of the sizes. A module
+    may hold several meshes.
+
+    ```mlir
+    par.mesh @mesh ["dp"=2, "tp"=4]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       StrArrayAttr:$axis_names,
+                       DenseI64ArrayAttr:$axis_sizes);
+  let assemblyFormat = [{
+    $sym_name custom<MeshAxes>($axis_names, $axis_sizes) attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumAxes() { return getAxisSizes().size(); }
+    /// Index of axis `name`, or -1.
+    int64_t getAxisIndex(::llvm::StringRef name);
+    /// Size of axis `name`, or -1 if there is no such axis.
+    int64_t getAxisSize(::llvm::StringRef name);
+    /// Number of devices: the product of all axis sizes.
+    int64_t getNumDevices();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Annotations
+//===----------------------------------------------------------------------===//
+
+def Par_ShardingConstraintOp : Par_Op<"sharding_constraint", [
+    Pure, AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Fixes the sharding of a value inside a function";
+  let description = [{
+    Returns its operand unchanged and states that the value must have the
+    given sharding. Sharding propagation treats it as an explicit annotation
+    that always wins; partitioning replaces it by the collectives needed to
+    reach that sharding.
+
+    ```mlir
+    %1 = par.sharding_constraint %0 #par.sharding<@mesh, [{}, {"tp"} ]> : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Par_ShardingAttr:$sharding);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input $sharding attr-dict `:` type($input)";
+}
+
+def Par_ReshardOp : Par_Op<"reshard", [
+    Pure, AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Explicitly changes a value's sharding";
+  let description = [{
+    The operand keeps whatever sharding propagation gives it; the result has
+    the given sharding. Partitioning decomposes the change into collectives
+    (all_reduce, reduce_scatter, all_gather, all_to_all, all_slice) in as many
+    steps as needed.
+
+    ```mlir
+    %1 = par.reshard %0 #par.sharding<@mesh, [{"dp"}, {} ]> : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Par_ShardingAttr:$sharding);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input $sharding attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives (on per-device tensors)
+//===----------------------------------------------------------------------===//
+
+class Par_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Par_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  code commonExtraClassDeclaration = [{
+    /// Number of devices in each group: the product of the axes' sizes.
+    int64_t getGroupSize();
+  }];
+  let extraClassDeclaration = commonExtraClassDeclaration;
+  let hasVerifier = 1;
+}
+
+def Par_AllReduceOp : Par_CollectiveOp<"all_reduce",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Reduces a tensor over the devices of the given mesh axes";
+  let description = [{
+    Every device in a group (devices that differ only in their coordinates on
+    `axes`) gets the elementwise reduction of the group's inputs.
+    Ring cost: each device sends 2(n-1)/n of the tensor.
+
+    ```mlir
+    %1 = par.all_reduce %0 on @mesh axes = ["tp"] kind = sum : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, Par_ReductionKindAttr:$kind);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `kind` `=` $kind attr-dict `:` type($input)
+  }];
+}
+
+def Par_AllGatherOp : Par_CollectiveOp<"all_gather", [Pure]> {
+  let summary = "Concatenates the group's tensors along a dimension";
+  let description = [{
+    Concatenates the inputs of a group along `dim`, ordered by the devices'
+    linear index over `axes` (last axis fastest). The result's `dim` is n
+    times the input's. Ring cost: (n-1)/n of the result.
+
+    ```mlir
+    %1 = par.all_gather %0 on @mesh axes = ["tp"] dim = 1 : tensor<8x4xf32> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `dim` `=` $dim attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Par_ReduceScatterOp : Par_CollectiveOp<"reduce_scatter", [Pure]> {
+  let summary = "Reduces over a group and leaves each device one block";
+  let description = [{
+    Reduces the group's inputs elementwise and splits the result along `dim`
+    into n blocks; the device with linear index i over `axes` keeps block i.
+    Ring cost: (n-1)/n of the input.
+
+    ```mlir
+    %1 = par.reduce_scatter %0 on @mesh axes = ["dp"] dim = 0 kind = sum : tensor<16x8xf32> -> tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim,
+                       Par_ReductionKindAttr:$kind);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `dim` `=` $dim `kind` `=` $kind attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Par_AllToAllOp : Par_CollectiveOp<"all_to_all", [Pure]> {
+  let summary = "Moves a split from one dimension to another";
+  let description = [{
+    Splits the input along `split_dim` into n blocks, sends block j to the
+    group's device j and concatenates what it receives along `concat_dim`.
+    Ring cost: (n-1)/n of the input.
+
+    ```mlir
+    %1 = par.all_to_all %0 on @mesh axes = ["tp"] split_dim = 1 concat_dim = 0 : tensor<2x8xf32> -> tensor<8x2xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$split_dim,
+                       I64Attr:$concat_dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `split_dim` `=` $split_dim `concat_dim` `=` $concat_dim attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Par_BroadcastOp : Par_CollectiveOp<"broadcast",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Copies the root's tensor to every device of its group";
+  let description = [{
+    `root` holds the root's coordinates on `axes`. Cost: the whole tensor.
+
+    ```mlir
+    %1 = par.broadcast %0 on @mesh axes = ["tp"] root = [0] : tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, DenseI64ArrayAttr:$root);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `root` `=` $root attr-dict `:` type($input)
+  }];
+}
+
+def Par_AllSliceOp : Par_CollectiveOp<"all_slice", [Pure]> {
+  let summary = "Keeps this device's block of a replicated dimension";
+  let description = [{
+    The inverse of all_gather, with no communication: splits `dim` into n
+    blocks and keeps block i, i being the device's linear index over `axes`.
+
+    ```mlir
+    %1 = par.all_slice %0 on @mesh axes = ["tp"] dim = 1 : tensor<8x16xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `dim` `=` $dim attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Par_SendOp : Par_CollectiveOp<"send"> {
+  let summary = "Sends a tensor to one device";
+  let description = [{
+    Sends to the device whose coordinates on `axes` are `dest` (its other
+    coordinates equal the sender's). Matched in order with a `par.recv` with
+    the same `tag`. Cost: the whole tensor.
+
+    ```mlir
+    par.send %0 on @mesh axes = ["pp"] dest = [1] : tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, DenseI64ArrayAttr:$dest,
+                       DefaultValuedAttr<I64Attr, "0">:$tag);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `dest` `=` $dest attr-dict `:` type($input)
+  }];
+}
+
+def Par_RecvOp : Par_CollectiveOp<"recv"> {
+  let summary = "Receives a tensor from one device";
+  let description = [{
+    Receives from the device whose coordinates on `axes` are `source`.
+
+    ```mlir
+    %0 = par.recv on @mesh axes = ["pp"] source = [0] : tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       DenseI64ArrayAttr:$source,
+                       DefaultValuedAttr<I64Attr, "0">:$tag);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    `on` $mesh `axes` `=` $axes `source` `=` $source attr-dict `:` type($result)
+  }];
+}
+
+#endif // PAR_DIALECT_PAR_IR_PAROPS_TD

@@ -1,0 +1,94 @@
+//===- Passes.td - par passes ------------------------------*- tablegen -*-===//
+
+#ifndef PAR_DIALECT_PAR_TRANSFORMS_PASSES_TD
+#define PAR_DIALECT_PAR_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ShardingPropagation : Pass<"par-sharding-propagation", "ModuleOp"> {
+  let summary = "Propagates mesh shardings to every tensor in the module";
+  let description = [{
+    Runs a fixed point over every function (all blocks and nested regions),
+    forward and backward through each op's sharding rule, starting from the
+    explicit annotations (`par.sharding` on function arguments and results,
+    `par.sharding_constraint`, `par.reshard`), which always win. Values tied
+    by control flow (scf.for iter_args, scf.if/scf.while results, branch
+    operands, func.call operands and results) share one sharding. When the
+    shardings reaching a loop ("factor") of an op disagree, the candidate that
+    moves the fewest bytes (ring formulas) wins; ties go to the candidate
+    seen first in operand order. The result is written as `par.sharding`
+    attributes: on function arguments and results, and on every op with
+    tensor results (one entry per result). See docs/RationalePropagation.md.
+
+    Example: with `%w` split by columns over "tp", a matmul result gets
+    `[{}, {"tp"} ]`:
+    ```mlir
+    %0 = linalg.matmul {par.sharding = [#par.sharding<@mesh, [{}, {"tp"} ]> ]}
+           ins(%x, %w : tensor<8x16xf32>, tensor<16x32xf32>) ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+  let statistics = [
+    Statistic<"numIterations", "iterations", "Worklist steps to the fixed point">,
+    Statistic<"numConflicts", "conflicts", "Factors with disagreeing shardings">
+  ];
+}
+
+def Partition : Pass<"par-partition", "ModuleOp"> {
+  let summary = "Rewrites a propagated program into one SPMD program";
+  let description = [{
+    Gives every tensor its per-device type and inserts the collectives that
+    move data where shardings differ. Each op runs on its local blocks with
+    the loop ("factor") split its operands and results agree on; a split
+    reduction loop leaves a partial result, which becomes an all_reduce
+    (partial to replicated) or a reduce_scatter (partial to split). Any other
+    change of sharding is decomposed into all_gather, all_to_all and
+    all_slice steps. A dimension that its axes do not divide is an error
+    naming the tensor, the dimension and the axes. Function signatures get
+    local types and keep their `par.sharding` attributes (the global layout).
+
+    Example:
+    ```mlir
+    %0 = linalg.matmul ins(%x, %w : tensor<8x4xf32>, tensor<4x16xf32>) ...
+    %1 = par.all_reduce %0 on @mesh axes = ["tp"] kind = sum : tensor<8x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::par::ParDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numCollectives", "collectives", "Collectives inserted">
+  ];
+}
+
+def VerifySPMD : Pass<"par-verify-spmd", "ModuleOp"> {
+  let summary = "Checks the contract of a partitioned program";
+  let description = [{
+    The partitioning stage ends here (IREE style): no `par.sharding_constraint`
+    or `par.reshard` is left, and every function argument and result type is
+    the local type of its `par.sharding` on its mesh.
+  }];
+}
+
+def CommReport : Pass<"par-comm-report", "ModuleOp"> {
+  let summary = "Prints the bytes each device sends per collective";
+  let description = [{
+    For each function, lists every collective with its mesh axes, group
+    size, element type and the bytes one device sends per call under the ring
+    formulas (all_reduce 2(n-1)/n S, all_gather and reduce_scatter and
+    all_to_all (n-1)/n S with S the larger of the input and result, broadcast
+    and send S), followed by the function's total. Collectives inside loops
+    are counted once per appearance. The IR is left unchanged.
+
+    ```
+    par-comm-report: @forward
+      par.all_reduce axes=["tp"] n=4 f32 tensor<8x16xf32>: 768 bytes
+      total: 1 collectives, 768 bytes per device
+    ```
+  }];
+  let options = [
+    Option<"outputFile", "output", "std::string", /*default=*/"\"-\"",
+           "Where to write the report ('-' for stdout)">
+  ];
+}
+
+#endif // PAR_DIALECT_PAR_TRANSFORMS_PASSES_TD

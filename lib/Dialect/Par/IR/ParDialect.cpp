@@ -1,0 +1,650 @@
+//===- ParDialect.cpp - par dialect, attributes and ops -------------------===//
+
+#include "par/Dialect/Par/IR/ParDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::par;
+
+#include "par/Dialect/Par/IR/ParDialect.cpp.inc"
+#include "par/Dialect/Par/IR/ParEnums.cpp.inc"
+#include "par/Dialect/Par/IR/ParInterfaces.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "par/Dialect/Par/IR/ParAttrs.cpp.inc"
+
+void ParDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "par/Dialect/Par/IR/ParAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "par/Dialect/Par/IR/ParOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static std::string formatAxes(ArrayRef<StringRef> axes) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(axes, os, [&](StringRef a) { os << "\"" << a << "\""; });
+  os << "]";
+  return s;
+}
+
+MeshOp mlir::par::lookupMesh(Operation *from, FlatSymbolRefAttr symbol,
+                             bool emitErrors) {
+  if (!symbol) {
+    if (emitErrors)
+      from->emitError("missing mesh reference");
+    return {};
+  }
+  Operation *found = SymbolTable::lookupNearestSymbolFrom(from, symbol);
+  auto mesh = dyn_cast_or_null<MeshOp>(found);
+  if (!mesh && emitErrors)
+    from->emitError() << "'" << symbol.getValue()
+                      << "' does not reference a par.mesh";
+  return mesh;
+}
+
+ShardingAttr mlir::par::getShardingAnnotation(Operation *op) {
+  return op->getAttrOfType<ShardingAttr>(ParDialect::kShardingAttrName);
+}
+
+LogicalResult
+mlir::par::verifyShardingFor(function_ref<InFlightDiagnostic()> emitError,
+                             ShardingAttr sharding, MeshOp mesh, Type type) {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!tensorType)
+    return emitError() << "sharding " << sharding
+                       << " is attached to a non-tensor value of type "
+                       << type;
+  if (sharding.getRank() != tensorType.getRank())
+    return emitError() << "sharding " << sharding << " has rank "
+                       << sharding.getRank() << " but the tensor "
+                       << tensorType << " has rank " << tensorType.getRank();
+  auto checkAxis = [&](StringRef axis) -> LogicalResult {
+    if (mesh.getAxisIndex(axis) < 0)
+      return emitError() << "unknown mesh axis '" << axis << "' (mesh @"
+                         << mesh.getSymName() << " has axes "
+                         << formatAxes(llvm::to_vector(llvm::map_range(
+                                mesh.getAxisNames().getAsRange<StringAttr>(),
+                                [](StringAttr s) { return s.getValue(); })))
+                         << ")";
+    return success();
+  };
+  for (int64_t d = 0; d < sharding.getRank(); ++d)
+    for (StringRef axis : sharding.getDimAxes(d))
+      if (failed(checkAxis(axis)))
+        return failure();
+  for (StringRef axis : sharding.getPartialAxisNames())
+    if (failed(checkAxis(axis)))
+      return failure();
+  return success();
+}
+
+FailureOr<RankedTensorType>
+mlir::par::getLocalType(function_ref<InFlightDiagnostic()> emitError,
+                        RankedTensorType type, ShardingAttr sharding,
+                        MeshOp mesh) {
+  if (!sharding)
+    return type;
+  if (sharding.getRank() != type.getRank()) {
+    emitError() << "sharding " << sharding << " does not match the rank of "
+                << type;
+    return failure();
+  }
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    SmallVector<StringRef> axes = sharding.getDimAxes(d);
+    if (axes.empty())
+      continue;
+    int64_t n = 1;
+    for (StringRef a : axes) {
+      int64_t size = mesh.getAxisSize(a);
+      if (size < 0) {
+        emitError() << "unknown mesh axis '" << a << "'";
+        return failure();
+      }
+      n *= size;
+    }
+    if (ShapedType::isDynamic(shape[d])) {
+      emitError() << "dimension " << d << " of " << type
+                  << " is dynamic and cannot be split over mesh axes "
+                  << formatAxes(axes);
+      return failure();
+    }
+    if (shape[d] % n != 0) {
+      emitError() << "dimension " << d << " (size " << shape[d] << ") of "
+                  << type << " is not divisible by the " << n
+                  << " devices of mesh axes " << formatAxes(axes);
+      return failure();
+    }
+    shape[d] /= n;
+  }
+  return RankedTensorType::get(shape, type.getElementType(),
+                               type.getEncoding());
+}
+
+//===----------------------------------------------------------------------===//
+// ShardingAttr
+//===----------------------------------------------------------------------===//
+
+SmallVector<StringRef> ShardingAttr::getDimAxes(int64_t dim) const {
+  SmallVector<StringRef> axes;
+  for (Attribute a : getDims()[dim])
+    axes.push_back(cast<StringAttr>(a).getValue());
+  return axes;
+}
+
+SmallVector<StringRef> ShardingAttr::getPartialAxisNames() const {
+  SmallVector<StringRef> axes;
+  for (Attribute a : getPartialAxes())
+    axes.push_back(cast<StringAttr>(a).getValue());
+  return axes;
+}
+
+bool ShardingAttr::isFullyReplicated() const {
+  return !isPartial() &&
+         llvm::all_of(getDims(), [](ArrayAttr a) { return a.empty(); });
+}
+
+ShardingAttr ShardingAttr::get(MLIRContext *ctx, FlatSymbolRefAttr mesh,
+                               ArrayRef<SmallVector<StringRef>> dims,
+                               ArrayRef<StringRef> partial,
+                               ReductionKind kind) {
+  Builder b(ctx);
+  SmallVector<ArrayAttr> dimAttrs;
+  for (const auto &axes : dims)
+    dimAttrs.push_back(b.getStrArrayAttr(axes));
+  return ShardingAttr::get(ctx, mesh, dimAttrs, b.getStrArrayAttr(partial),
+                           partial.empty() ? ReductionKind::Sum : kind);
+}
+
+ShardingAttr ShardingAttr::getReplicated(MLIRContext *ctx,
+                                         FlatSymbolRefAttr mesh,
+                                         int64_t rank) {
+  SmallVector<SmallVector<StringRef>> dims(rank);
+  return get(ctx, mesh, dims);
+}
+
+ShardingAttr ShardingAttr::withoutPartial() const {
+  return ShardingAttr::get(getContext(), getMesh(), getDims(),
+                           ArrayAttr::get(getContext(), {}),
+                           ReductionKind::Sum);
+}
+
+LogicalResult
+ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     FlatSymbolRefAttr mesh, ArrayRef<ArrayAttr> dims,
+                     ArrayAttr partialAxes, ReductionKind partialKind) {
+  if (!mesh)
+    return emitError() << "sharding needs a mesh symbol";
+  llvm::StringSet<> seen;
+  auto check = [&](Attribute a, StringRef where) -> LogicalResult {
+    auto s = dyn_cast<StringAttr>(a);
+    if (!s)
+      return emitError() << "mesh axes must be strings, got " << a;
+    if (!seen.insert(s.getValue()).second)
+      return emitError() << "mesh axis '" << s.getValue()
+                         << "' is used more than once in a sharding (again "
+                         << where << ")";
+    return success();
+  };
+  for (auto [d, axes] : llvm::enumerate(dims))
+    for (Attribute a : axes)
+      if (failed(check(a, ("in dimension " + Twine(d)).str())))
+        return failure();
+  for (Attribute a : partialAxes)
+    if (failed(check(a, "as a partial axis")))
+      return failure();
+  if (!partialAxes.empty() && partialKind == ReductionKind::Avg)
+    return emitError() << "partial reduction kind must be sum, max or min";
+  return success();
+}
+
+static ParseResult parseAxisSet(AsmParser &p, SmallVectorImpl<Attribute> &out) {
+  return p.parseCommaSeparatedList(AsmParser::Delimiter::Braces, [&]() {
+    std::string name;
+    if (p.parseString(&name))
+      return failure();
+    out.push_back(StringAttr::get(p.getContext(), name));
+    return success();
+  });
+}
+
+Attribute ShardingAttr::parse(AsmParser &p, Type) {
+  FlatSymbolRefAttr mesh;
+  SmallVector<ArrayAttr> dims;
+  SmallVector<Attribute> partial;
+  ReductionKind kind = ReductionKind::Sum;
+  SMLoc loc = p.getCurrentLocation();
+  if (p.parseLess() || p.parseAttribute(mesh) || p.parseComma())
+    return {};
+  if (p.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
+        SmallVector<Attribute> axes;
+        if (parseAxisSet(p, axes))
+          return failure();
+        dims.push_back(ArrayAttr::get(p.getContext(), axes));
+        return success();
+      }))
+    return {};
+  if (succeeded(p.parseOptionalComma())) {
+    if (p.parseKeyword("partial"))
+      return {};
+    StringRef kw;
+    SMLoc kwLoc = p.getCurrentLocation();
+    if (p.parseKeyword(&kw))
+      return {};
+    std::optional<ReductionKind> k = symbolizeReductionKind(kw);
+    if (!k) {
+      p.emitError(kwLoc) << "unknown reduction kind '" << kw
+                         << "' (expected sum, max or min)";
+      return {};
+    }
+    kind = *k;
+    if (parseAxisSet(p, partial))
+      return {};
+  }
+  if (p.parseGreater())
+    return {};
+  return p.getChecked<ShardingAttr>(loc, p.getContext(), mesh, dims,
+                                    ArrayAttr::get(p.getContext(), partial),
+                                    kind);
+}
+
+void ShardingAttr::print(AsmPrinter &p) const {
+  auto printSet = [&](ArrayAttr axes) {
+    p << "{";
+    llvm::interleaveComma(axes, p, [&](Attribute a) {
+      p << "\"" << cast<StringAttr>(a).getValue() << "\"";
+    });
+    p << "}";
+  };
+  p << "<" << getMesh() << ", [";
+  llvm::interleaveComma(getDims(), p, printSet);
+  p << "]";
+  if (isPartial()) {
+    p << ", partial " << stringifyReductionKind(getPartialKind()) << " ";
+    printSet(getPartialAxes());
+  }
+  p << ">";
+}
+
+//===----------------------------------------------------------------------===//
+// Discardable attribute verification
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyValueSharding(Operation *anchor, Attribute attr,
+                                         Type type, StringRef what) {
+  auto emit = [&]() { return anchor->emitError() << what << ": "; };
+  auto sharding = dyn_cast<ShardingAttr>(attr);
+  if (!sharding)
+    return emit() << "'par.sharding' must be a #par.sharding attribute, got "
+                  << attr;
+  MeshOp mesh = lookupMesh(anchor, sharding.getMesh(), /*emitErrors=*/false);
+  if (!mesh)
+    return emit() << "sharding refers to unknown mesh "
+                  << sharding.getMesh();
+  return verifyShardingFor(emit, sharding, mesh, type);
+}
+
+static LogicalResult verifyGlobalType(Operation *op, NamedAttribute attr) {
+  auto type = dyn_cast<TypeAttr>(attr.getValue());
+  if (!type || !isa<RankedTensorType>(type.getValue()))
+    return op->emitError() << "'" << attr.getName()
+                           << "' must be a ranked tensor type";
+  return success();
+}
+
+LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
+                                                   unsigned regionIndex,
+                                                   unsigned argIndex,
+                                                   NamedAttribute attr) {
+  if (attr.getName() == kGlobalTypeAttrName)
+    return verifyGlobalType(op, attr);
+  if (attr.getName() != kShardingAttrName)
+    return op->emitError() << "unknown par attribute " << attr.getName()
+                           << " on a region argument";
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn || regionIndex != 0 || argIndex >= fn.getNumArguments())
+    return op->emitError("'par.sharding' on a region argument is only "
+                         "allowed on function arguments");
+  return verifyValueSharding(op, attr.getValue(),
+                             fn.getArgumentTypes()[argIndex],
+                             ("argument #" + Twine(argIndex)).str());
+}
+
+LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
+                                                      unsigned regionIndex,
+                                                      unsigned resultIndex,
+                                                      NamedAttribute attr) {
+  if (attr.getName() == kGlobalTypeAttrName)
+    return verifyGlobalType(op, attr);
+  if (attr.getName() != kShardingAttrName)
+    return op->emitError() << "unknown par attribute " << attr.getName()
+                           << " on a function result";
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn || resultIndex >= fn.getNumResults())
+    return op->emitError("'par.sharding' on a result is only allowed on "
+                         "function results");
+  return verifyValueSharding(op, attr.getValue(),
+                             fn.getResultTypes()[resultIndex],
+                             ("result #" + Twine(resultIndex)).str());
+}
+
+LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  // On ops, `par.sharding` holds one entry per result: a #par.sharding for a
+  // tensor result, a unit attribute for any other result. Propagation writes
+  // it; partitioning reads it.
+  if (attr.getName() != kShardingAttrName)
+    return op->emitError() << "unknown par attribute " << attr.getName();
+  auto list = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!list)
+    return op->emitError("'par.sharding' on an op must be an array with one "
+                         "sharding per result");
+  if (list.size() != op->getNumResults())
+    return op->emitError() << "'par.sharding' has " << list.size()
+                           << " entries but the op has "
+                           << op->getNumResults() << " results";
+  for (auto [i, entry] : llvm::enumerate(list)) {
+    if (isa<UnitAttr>(entry) && !isa<RankedTensorType>(op->getResult(i).getType()))
+      continue;
+    if (failed(verifyValueSharding(op, entry, op->getResult(i).getType(),
+                                   ("result #" + Twine(i)).str())))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MeshOp
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseMeshAxes(OpAsmParser &p, ArrayAttr &names,
+                                 DenseI64ArrayAttr &sizes) {
+  SmallVector<Attribute> nameAttrs;
+  SmallVector<int64_t> sizeValues;
+  if (p.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&]() {
+        std::string name;
+        int64_t size;
+        if (p.parseString(&name) || p.parseEqual() || p.parseInteger(size))
+          return failure();
+        nameAttrs.push_back(p.getBuilder().getStringAttr(name));
+        sizeValues.push_back(size);
+        return success();
+      }))
+    return failure();
+  names = p.getBuilder().getArrayAttr(nameAttrs);
+  sizes = p.getBuilder().getDenseI64ArrayAttr(sizeValues);
+  return success();
+}
+
+static void printMeshAxes(OpAsmPrinter &p, MeshOp, ArrayAttr names,
+                          DenseI64ArrayAttr sizes) {
+  p << "[";
+  llvm::interleaveComma(llvm::zip(names, sizes.asArrayRef()), p,
+                        [&](auto pair) {
+                          p << "\""
+                            << cast<StringAttr>(std::get<0>(pair)).getValue()
+                            << "\"=" << std::get<1>(pair);
+                        });
+  p << "]";
+}
+
+LogicalResult MeshOp::verify() {
+  if (getAxisNames().size() != getAxisSizes().size())
+    return emitOpError("needs one size per axis name");
+  if (getAxisNames().empty())
+    return emitOpError("needs at least one axis");
+  llvm::StringSet<> seen;
+  for (auto [name, size] :
+       llvm::zip(getAxisNames().getAsRange<StringAttr>(), getAxisSizes())) {
+    if (name.getValue().empty())
+      return emitOpError("axis names must not be empty");
+    if (!seen.insert(name.getValue()).second)
+      return emitOpError() << "duplicate mesh axis '" << name.getValue()
+                           << "'";
+    if (size <= 0)
+      return emitOpError() << "mesh axis '" << name.getValue()
+                           << "' must have a positive size, got " << size;
+  }
+  return success();
+}
+
+int64_t MeshOp::getAxisIndex(StringRef name) {
+  for (auto [i, n] : llvm::enumerate(getAxisNames().getAsRange<StringAttr>()))
+    if (n.getValue() == name)
+      return i;
+  return -1;
+}
+
+int64_t MeshOp::getAxisSize(StringRef name) {
+  int64_t i = getAxisIndex(name);
+  return i < 0 ? -1 : getAxisSizes()[i];
+}
+
+int64_t MeshOp::getNumDevices() {
+  int64_t n = 1;
+  for (int64_t s : getAxisSizes())
+    n *= s;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Annotations
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+static LogicalResult verifyAnnotationSymbols(OpTy op,
+                                             SymbolTableCollection &tables) {
+  auto mesh = tables.lookupNearestSymbolFrom<MeshOp>(
+      op, op.getSharding().getMesh());
+  if (!mesh)
+    return op.emitOpError() << "sharding refers to unknown mesh "
+                            << op.getSharding().getMesh();
+  return verifyShardingFor([&]() { return op.emitOpError(); },
+                           op.getSharding(), mesh, op.getInput().getType());
+}
+
+LogicalResult
+ShardingConstraintOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyAnnotationSymbols(*this, tables);
+}
+
+LogicalResult ReshardOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyAnnotationSymbols(*this, tables);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// Checks the axes of a collective against its mesh; returns the group size
+/// (product of the axes' sizes) or failure.
+static FailureOr<int64_t> verifyAxes(Operation *op, FlatSymbolRefAttr meshSym,
+                                     ArrayAttr axes) {
+  auto mesh = dyn_cast_or_null<MeshOp>(
+      SymbolTable::lookupNearestSymbolFrom(op, meshSym));
+  if (!mesh)
+    return op->emitOpError() << "refers to unknown mesh " << meshSym;
+  if (axes.empty())
+    return op->emitOpError("needs at least one mesh axis");
+  llvm::StringSet<> seen;
+  int64_t n = 1;
+  for (StringAttr a : axes.getAsRange<StringAttr>()) {
+    int64_t size = mesh.getAxisSize(a.getValue());
+    if (size < 0)
+      return op->emitOpError() << "unknown mesh axis '" << a.getValue()
+                               << "' (mesh @" << mesh.getSymName() << ")";
+    if (!seen.insert(a.getValue()).second)
+      return op->emitOpError() << "mesh axis '" << a.getValue()
+                               << "' is listed twice";
+    n *= size;
+  }
+  return n;
+}
+
+static int64_t groupSizeOf(Operation *op, FlatSymbolRefAttr meshSym,
+                           ArrayAttr axes) {
+  auto mesh = dyn_cast_or_null<MeshOp>(
+      SymbolTable::lookupNearestSymbolFrom(op, meshSym));
+  if (!mesh)
+    return -1;
+  int64_t n = 1;
+  for (StringAttr a : axes.getAsRange<StringAttr>())
+    n *= std::max<int64_t>(1, mesh.getAxisSize(a.getValue()));
+  return n;
+}
+
+static LogicalResult checkDim(Operation *op, int64_t dim, int64_t rank,
+                              StringRef name) {
+  if (dim < 0 || dim >= rank)
+    return op->emitOpError() << name << " " << dim
+                             << " is out of range for a tensor of rank "
+                             << rank;
+  return success();
+}
+
+/// Checks that result dim `d` equals input dim `d` times `mul` divided by
+/// `div`, and all other dims match, skipping dynamic sizes.
+static LogicalResult checkShapes(Operation *op, RankedTensorType in,
+                                 RankedTensorType out,
+                                 ArrayRef<std::pair<int64_t, std::pair<int64_t, int64_t>>> scaled) {
+  if (in.getRank() != out.getRank())
+    return op->emitOpError("input and result must have the same rank");
+  if (in.getElementType() != out.getElementType())
+    return op->emitOpError("input and result must have the same element type");
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t expect = in.getDimSize(d);
+    if (ShapedType::isDynamic(expect) || out.isDynamicDim(d))
+      continue;
+    for (auto &[sd, md] : scaled) {
+      if (sd != d)
+        continue;
+      if (expect % md.second != 0)
+        return op->emitOpError()
+               << "dimension " << d << " of size " << expect
+               << " is not divisible by the group size " << md.second;
+      expect = expect * md.first / md.second;
+    }
+    if (out.getDimSize(d) != expect)
+      return op->emitOpError() << "result dimension " << d << " should be "
+                               << expect << ", got " << out.getDimSize(d);
+  }
+  return success();
+}
+
+#define PAR_COLLECTIVE_COMMON(OpTy)                                            \
+  LogicalResult OpTy::verifySymbolUses(SymbolTableCollection &) {              \
+    return success();                                                          \
+  }                                                                            \
+  int64_t OpTy::getGroupSize() {                                               \
+    return groupSizeOf(getOperation(), getMeshAttr(), getAxes());              \
+  }
+
+PAR_COLLECTIVE_COMMON(AllReduceOp)
+PAR_COLLECTIVE_COMMON(AllGatherOp)
+PAR_COLLECTIVE_COMMON(ReduceScatterOp)
+PAR_COLLECTIVE_COMMON(AllToAllOp)
+PAR_COLLECTIVE_COMMON(BroadcastOp)
+PAR_COLLECTIVE_COMMON(AllSliceOp)
+PAR_COLLECTIVE_COMMON(SendOp)
+PAR_COLLECTIVE_COMMON(RecvOp)
+#undef PAR_COLLECTIVE_COMMON
+
+LogicalResult AllReduceOp::verify() {
+  return verifyAxes(*this, getMeshAttr(), getAxes());
+}
+
+LogicalResult AllGatherOp::verify() {
+  FailureOr<int64_t> n = verifyAxes(*this, getMeshAttr(), getAxes());
+  if (failed(n) || failed(checkDim(*this, getDim(), getInput().getType().getRank(), "dim")))
+    return failure();
+  return checkShapes(*this, getInput().getType(), getResult().getType(),
+                     {{getDim(), {*n, 1}}});
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  FailureOr<int64_t> n = verifyAxes(*this, getMeshAttr(), getAxes());
+  if (failed(n) || failed(checkDim(*this, getDim(), getInput().getType().getRank(), "dim")))
+    return failure();
+  return checkShapes(*this, getInput().getType(), getResult().getType(),
+                     {{getDim(), {1, *n}}});
+}
+
+LogicalResult AllToAllOp::verify() {
+  FailureOr<int64_t> n = verifyAxes(*this, getMeshAttr(), getAxes());
+  int64_t rank = getInput().getType().getRank();
+  if (failed(n) || failed(checkDim(*this, getSplitDim(), rank, "split_dim")) ||
+      failed(checkDim(*this, getConcatDim(), rank, "concat_dim")))
+    return failure();
+  return checkShapes(*this, getInput().getType(), getResult().getType(),
+                     {{getSplitDim(), {1, *n}}, {getConcatDim(), {*n, 1}}});
+}
+
+LogicalResult BroadcastOp::verify() {
+  FailureOr<int64_t> n = verifyAxes(*this, getMeshAttr(), getAxes());
+  if (failed(n))
+    return failure();
+  if (getRoot().size() != getAxes().size())
+    return emitOpError() << "root needs one coordinate per axis ("
+                         << getAxes().size() << "), got " << getRoot().size();
+  auto mesh = lookupMesh(*this, getMeshAttr());
+  for (auto [axis, c] : llvm::zip(getAxes().getAsRange<StringAttr>(), getRoot()))
+    if (c < 0 || c >= mesh.getAxisSize(axis.getValue()))
+      return emitOpError() << "root coordinate " << c << " is out of range for mesh axis '"
+                           << axis.getValue() << "'";
+  return success();
+}
+
+LogicalResult AllSliceOp::verify() {
+  FailureOr<int64_t> n = verifyAxes(*this, getMeshAttr(), getAxes());
+  if (failed(n) || failed(checkDim(*this, getDim(), getInput().getType().getRank(), "dim")))
+    return failure();
+  return checkShapes(*this, getInput().getType(), getResult().getType(),
+                     {{getDim(), {1, *n}}});
+}
+
+static LogicalResult verifyPeer(Operation *op, FlatSymbolRefAttr meshSym,
+                                ArrayAttr axes, ArrayRef<int64_t> coords,
+                                StringRef name) {
+  if (failed(verifyAxes(op, meshSym, axes)))
+    return failure();
+  if (coords.size() != axes.size())
+    return op->emitOpError() << name << " needs one coordinate per axis ("
+                             << axes.size() << "), got " << coords.size();
+  auto mesh = lookupMesh(op, meshSym);
+  for (auto [axis, c] : llvm::zip(axes.getAsRange<StringAttr>(), coords))
+    if (c < 0 || c >= mesh.getAxisSize(axis.getValue()))
+      return op->emitOpError() << name << " coordinate " << c
+                               << " is out of range for mesh axis '"
+                               << axis.getValue() << "'";
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyPeer(*this, getMeshAttr(), getAxes(), getDest(), "dest");
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyPeer(*this, getMeshAttr(), getAxes(), getSource(), "source");
+}
+
+#define GET_OP_CLASSES
+#include "par/Dialect/Par/IR/ParOps.cpp.inc"
