@@ -103,6 +103,14 @@ private:
   /// Local type of `v` under its class's sharding.
   FailureOr<RankedTensorType> localTypeOf(Value v, Location loc);
 
+  /// `v` replaces `old` and holds sharding `s`: later users must see both.
+  void noteNewValue(Value v, Value old, ShardingAttr s) {
+    if (v == old)
+      return;
+    classSharding[ties->leader(v)] = s;
+    globalTypes[v] = globalTypes.lookup(old);
+  }
+
   ShardingAttr shardingOf(Value v) const {
     return classSharding.lookup(ties->leader(v));
   }
@@ -378,6 +386,7 @@ LogicalResult PartitionPass::partitionRuleOp(Operation *op,
                     resultShardings[r], op);
     if (failed(out))
       return failure();
+    noteNewValue(*out, res, resultShardings[r]);
     for (OpOperand *use : uses)
       use->set(*out);
   }
@@ -418,7 +427,21 @@ LogicalResult PartitionPass::checkNoRuleOp(Operation *op) {
 }
 
 LogicalResult PartitionPass::partitionFunction(FunctionOpInterface fn) {
-  // Block arguments first: every op below sees local types.
+  // Rules are read off the global types, before anything changes.
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, ShardingRule> rules;
+  fn->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == fn.getOperation())
+      return;
+    ops.push_back(op);
+    if (auto iface = dyn_cast<ShardingRuleOpInterface>(op)) {
+      FailureOr<ShardingRule> rule = iface.getShardingRule();
+      if (succeeded(rule))
+        rules[op] = std::move(*rule);
+    }
+  });
+
+  // Block arguments next: every op below sees local types.
   WalkResult argsOk = fn->walk([&](Block *block) {
     for (BlockArgument arg : block->getArguments()) {
       if (!isa<RankedTensorType>(arg.getType()))
@@ -434,11 +457,6 @@ LogicalResult PartitionPass::partitionFunction(FunctionOpInterface fn) {
   if (argsOk.wasInterrupted())
     return failure();
 
-  SmallVector<Operation *> ops;
-  fn->walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (op != fn.getOperation())
-      ops.push_back(op);
-  });
   for (Operation *op : ops) {
     if (auto c = dyn_cast<ShardingConstraintOp>(op)) {
       OpBuilder b(op);
@@ -448,6 +466,7 @@ LogicalResult PartitionPass::partitionFunction(FunctionOpInterface fn) {
                       shardingOf(c.getInput()), c.getSharding(), op);
       if (failed(v))
         return failure();
+      noteNewValue(*v, c.getResult(), c.getSharding());
       c.getResult().replaceAllUsesWith(*v);
       op->erase();
       continue;
@@ -459,6 +478,7 @@ LogicalResult PartitionPass::partitionFunction(FunctionOpInterface fn) {
           shardingOf(r.getInput()), r.getSharding(), op);
       if (failed(v))
         return failure();
+      noteNewValue(*v, r.getResult(), r.getSharding());
       r.getResult().replaceAllUsesWith(*v);
       op->erase();
       continue;
@@ -491,13 +511,11 @@ LogicalResult PartitionPass::partitionFunction(FunctionOpInterface fn) {
       }
       continue;
     }
-    if (auto iface = dyn_cast<ShardingRuleOpInterface>(op)) {
-      FailureOr<ShardingRule> rule = iface.getShardingRule();
-      if (succeeded(rule)) {
-        if (failed(partitionRuleOp(op, *rule)))
-          return failure();
-        continue;
-      }
+    auto rule = rules.find(op);
+    if (rule != rules.end()) {
+      if (failed(partitionRuleOp(op, rule->second)))
+        return failure();
+      continue;
     }
     if (isa<RegionBranchOpInterface, RegionBranchTerminatorOpInterface,
             BranchOpInterface, CallOpInterface>(op) ||

@@ -34,7 +34,10 @@ TieClasses::TieClasses(ModuleOp module) {
           tie(a, b);
       }
     }
-    if (auto term = dyn_cast<RegionBranchTerminatorOpInterface>(op)) {
+    // ReturnLike ops (func.return, linalg.yield) are terminators too; only
+    // those inside region-branch ops forward values.
+    auto term = dyn_cast<RegionBranchTerminatorOpInterface>(op);
+    if (term && isa_and_nonnull<RegionBranchOpInterface>(op->getParentOp())) {
       SmallVector<Attribute> noConstants(op->getNumOperands());
       SmallVector<RegionSuccessor> succs;
       term.getSuccessorRegions(noConstants, succs);
@@ -434,7 +437,7 @@ OpShardingChoice mlir::par::chooseOpSharding(
       collect(rule.operandDims[i], s, op->getOperand(i).getType());
   for (auto [r, s] : llvm::enumerate(resultShardings))
     if (rule.resultIsTensor[r])
-      collect(rule.resultDims[r], s.isPartial() ? s.withoutPartial() : s,
+      collect(rule.resultDims[r], s && s.isPartial() ? s.withoutPartial() : s,
               op->getResult(r).getType());
 
   // 2. One choice per factor.

@@ -116,7 +116,7 @@ def Par_AllReduceOp : Par_CollectiveOp<"all_reduce",
                        StrArrayAttr:$axes, Par_ReductionKindAttr:$kind);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `on` $mesh `axes` `=` $axes `kind` `=` $kind attr-dict `:` type($input)
+    $input `on` $mesh `axes` `=` $axes `kind` `=` `` $kind attr-dict `:` type($input)
   }];
 }
 
@@ -155,7 +155,7 @@ def Par_ReduceScatterOp : Par_CollectiveOp<"reduce_scatter", [Pure]> {
                        Par_ReductionKindAttr:$kind);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `on` $mesh `axes` `=` $axes `dim` `=` $dim `kind` `=` $kind attr-dict `:` type($input) `->` type($result)
+    $input `on` $mesh `axes` `=` $axes `dim` `=` $dim `kind` `=` `` $kind attr-dict `:` type($input) `->` type($result)
   }];
 }
 
