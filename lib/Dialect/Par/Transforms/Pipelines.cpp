@@ -11,8 +11,11 @@ using namespace mlir::par;
 
 void mlir::par::buildSPMDPipeline(OpPassManager &pm,
                                   const SPMDPipelineOptions &options) {
-  // Propagation first: it needs the whole unsharded program to see every
-  // annotation and every op's rule.
+  // Cheap shared tensors (empty, fill, splat) get one copy per use, so that
+  // one shared init does not force one sharding on all its users.
+  pm.addPass(createSplitConstants());
+  // Propagation needs the whole unsharded program to see every annotation
+  // and every op's rule.
   pm.addPass(createShardingPropagation());
   // Partitioning reads propagation's shardings and makes types local.
   pm.addPass(createPartition());

@@ -58,7 +58,7 @@ def Par_ShardingConstraintOp : Par_Op<"sharding_constraint", [
     reach that sharding.
 
     ```mlir
-    %1 = par.sharding_constraint %0 #par.sharding<@mesh, [{}, {"tp"} ]> : tensor<8x16xf32>
+    %1 = par.sharding_constraint %0 <@mesh, [{}, {"tp"} ]> : tensor<8x16xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, Par_ShardingAttr:$sharding);
@@ -77,7 +77,7 @@ def Par_ReshardOp : Par_Op<"reshard", [
     steps as needed.
 
     ```mlir
-    %1 = par.reshard %0 #par.sharding<@mesh, [{"dp"}, {} ]> : tensor<8x16xf32>
+    %1 = par.reshard %0 <@mesh, [{"dp"}, {} ]> : tensor<8x16xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, Par_ShardingAttr:$sharding);

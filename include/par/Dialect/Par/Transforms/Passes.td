@@ -5,6 +5,26 @@
 
 include "mlir/Pass/PassBase.td"
 
+def SplitConstants : Pass<"par-split-constants", "ModuleOp"> {
+  let summary = "Gives every use of a cheap tensor its own copy";
+  let description = [{
+    A `tensor.empty`, a `tensor.splat`, a splat `arith.constant` or a
+    `linalg.fill` of one of these costs nothing to recreate, but a single
+    value shared by several ops (as CSE leaves it) would have to take one
+    sharding for all of them, forcing needless communication. Like Shardy's
+    constant splitter, this pass clones such ops per use before propagation;
+    CSE merges the identical local copies again after partitioning.
+
+    ```mlir
+    %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<16x32xf32>) -> tensor<16x32xf32>
+    // used by two matmuls -> one fill (and empty) per matmul
+    ```
+  }];
+  let statistics = [
+    Statistic<"numClones", "clones", "Ops cloned">
+  ];
+}
+
 def ShardingPropagation : Pass<"par-sharding-propagation", "ModuleOp"> {
   let summary = "Propagates mesh shardings to every tensor in the module";
   let description = [{
@@ -89,6 +109,20 @@ def CommReport : Pass<"par-comm-report", "ModuleOp"> {
     Option<"outputFile", "output", "std::string", /*default=*/"\"-\"",
            "Where to write the report ('-' for stdout)">
   ];
+}
+
+def TestShardingRules : Pass<"par-test-sharding-rules", "ModuleOp"> {
+  let summary = "Test pass: reports each op's sharding rule as a remark";
+  let description = [{
+    Emits `sharding rule: <rule>` as a remark on every op that has a rule
+    (and `no sharding rule` on ops with tensor operands or results that have
+    none), so that rules can be pinned with -verify-diagnostics. Factors are
+    named i, j, k, ... in order; `_` marks a dimension with no factor.
+
+    ```
+    // expected-remark @below {{sharding rule: ([i, k], [k, j], [i, j]) -> ([i, j]) {i=8, j=16, k=4 reduction} combine sum}}
+    ```
+  }];
 }
 
 #endif // PAR_DIALECT_PAR_TRANSFORMS_PASSES_TD
