@@ -341,8 +341,20 @@ LogicalResult PartitionPass::partitionRuleOp(Operation *op,
   for (auto [i, v] : llvm::enumerate(op->getResults()))
     resultShardings[i] = known(resultShardings[i], v);
 
+  SmallVector<RankedTensorType> operandTypes, resultTypes;
+  auto globalOf = [&](Value v) -> RankedTensorType {
+    if (!isa<RankedTensorType>(v.getType()))
+      return {};
+    RankedTensorType t = globalTypes.lookup(v);
+    return t ? t : cast<RankedTensorType>(v.getType());
+  };
+  for (Value v : op->getOperands())
+    operandTypes.push_back(globalOf(v));
+  for (Value v : op->getResults())
+    resultTypes.push_back(globalOf(v));
   OpShardingChoice choice =
-      chooseOpSharding(op, rule, operandShardings, resultShardings, mesh);
+      chooseOpSharding(op, rule, operandShardings, resultShardings, mesh,
+                       operandTypes, resultTypes);
   LDBG() << "partitioning " << op->getName() << " cost " << choice.cost;
 
   OpBuilder b(op);

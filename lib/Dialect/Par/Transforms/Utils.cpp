@@ -379,14 +379,16 @@ void buildImplied(Operation *op, const ShardingRule &rule,
                                  : ShardingAttr());
 }
 
-double totalCost(Operation *op, const OpShardingChoice &choice,
+double totalCost(const OpShardingChoice &choice,
                  ArrayRef<ShardingAttr> operandShardings,
-                 ArrayRef<ShardingAttr> resultShardings, MeshOp mesh) {
+                 ArrayRef<ShardingAttr> resultShardings,
+                 ArrayRef<RankedTensorType> operandTypes,
+                 ArrayRef<RankedTensorType> resultTypes, MeshOp mesh) {
   double cost = 0;
   for (auto [i, implied] : llvm::enumerate(choice.operands)) {
     if (!implied)
       continue;
-    auto type = cast<RankedTensorType>(op->getOperand(i).getType());
+    RankedTensorType type = operandTypes[i];
     ShardingAttr cur = operandShardings[i];
     cost += reshardCost(planReshard(cur, implied, type.getRank()), cur, type,
                         mesh);
@@ -394,7 +396,7 @@ double totalCost(Operation *op, const OpShardingChoice &choice,
   for (auto [r, implied] : llvm::enumerate(choice.results)) {
     if (!implied || !resultShardings[r])
       continue; // An unknown result takes whatever the op produces.
-    auto type = cast<RankedTensorType>(op->getResult(r).getType());
+    RankedTensorType type = resultTypes[r];
     cost += reshardCost(
         planReshard(implied, resultShardings[r], type.getRank()), implied,
         type, mesh);
@@ -406,7 +408,19 @@ double totalCost(Operation *op, const OpShardingChoice &choice,
 OpShardingChoice mlir::par::chooseOpSharding(
     Operation *op, const ShardingRule &rule,
     ArrayRef<ShardingAttr> operandShardings,
-    ArrayRef<ShardingAttr> resultShardings, MeshOp mesh) {
+    ArrayRef<ShardingAttr> resultShardings, MeshOp mesh,
+    ArrayRef<RankedTensorType> operandTypes,
+    ArrayRef<RankedTensorType> resultTypes) {
+  // Costs are in global terms: callers pass the global types.
+  SmallVector<RankedTensorType> opTypes(operandTypes), resTypes(resultTypes);
+  if (opTypes.empty())
+    for (Value v : op->getOperands())
+      opTypes.push_back(dyn_cast<RankedTensorType>(v.getType()));
+  if (resTypes.empty())
+    for (Value v : op->getResults())
+      resTypes.push_back(dyn_cast<RankedTensorType>(v.getType()));
+  operandTypes = opTypes;
+  resultTypes = resTypes;
   int64_t numFactors = rule.getNumFactors();
   OpShardingChoice choice;
   choice.factorAxes.resize(numFactors);
@@ -420,25 +434,26 @@ OpShardingChoice mlir::par::chooseOpSharding(
   };
   SmallVector<SmallVector<AxisList>> candidates(numFactors);
   SmallVector<SmallVector<Use>> uses(numFactors);
-  auto collect = [&](ArrayRef<int64_t> dims, ShardingAttr s, Type t) {
-    if (!s || s.getMesh() != meshSym || s.getRank() != (int64_t)dims.size())
+  auto collect = [&](ArrayRef<int64_t> dims, ShardingAttr s,
+                     RankedTensorType t) {
+    if (!s || !t || s.getMesh() != meshSym || s.getRank() != (int64_t)dims.size())
       return;
     for (auto [d, f] : llvm::enumerate(dims)) {
       if (f == ShardingRule::kNoFactor || rule.isBlocked(f))
         continue;
       AxisList axes = s.getDimAxes(d);
-      uses[f].push_back({s, (int64_t)d, cast<RankedTensorType>(t)});
+      uses[f].push_back({s, (int64_t)d, t});
       if (!llvm::is_contained(candidates[f], axes))
         candidates[f].push_back(axes);
     }
   };
   for (auto [i, s] : llvm::enumerate(operandShardings))
     if (rule.operandIsTensor[i])
-      collect(rule.operandDims[i], s, op->getOperand(i).getType());
+      collect(rule.operandDims[i], s, operandTypes[i]);
   for (auto [r, s] : llvm::enumerate(resultShardings))
     if (rule.resultIsTensor[r])
       collect(rule.resultDims[r], s && s.isPartial() ? s.withoutPartial() : s,
-              op->getResult(r).getType());
+              resultTypes[r]);
 
   // 2. One choice per factor.
   for (int64_t f = 0; f < numFactors; ++f) {
@@ -516,8 +531,8 @@ OpShardingChoice mlir::par::chooseOpSharding(
         axes.resize(llvm::find(axes, dup) - axes.begin());
       }
       buildImplied(op, rule, trial, meshSym);
-      double cost =
-          totalCost(op, trial, operandShardings, resultShardings, mesh);
+      double cost = totalCost(trial, operandShardings, resultShardings,
+                              operandTypes, resultTypes, mesh);
       if (best < 0 || cost < best) {
         best = cost;
         bestAxes = trial.factorAxes;
@@ -527,6 +542,7 @@ OpShardingChoice mlir::par::chooseOpSharding(
   }
 
   buildImplied(op, rule, choice, meshSym);
-  choice.cost = totalCost(op, choice, operandShardings, resultShardings, mesh);
+  choice.cost = totalCost(choice, operandShardings, resultShardings,
+                          operandTypes, resultTypes, mesh);
   return choice;
 }

@@ -108,10 +108,14 @@ struct OpShardingChoice {
 /// factor come from every value mapping it; compatible ones (one a prefix of
 /// the other) merge to the longest; conflicts and axes claimed by two
 /// factors are settled by the least resharding bytes, ties by operand order.
+/// Costs use `operandTypes`/`resultTypes` (the global types; null entries
+/// for non-tensors) or, if empty, the op's current types.
 OpShardingChoice chooseOpSharding(Operation *op, const ShardingRule &rule,
                                   ArrayRef<ShardingAttr> operandShardings,
                                   ArrayRef<ShardingAttr> resultShardings,
-                                  MeshOp mesh);
+                                  MeshOp mesh,
+                                  ArrayRef<RankedTensorType> operandTypes = {},
+                                  ArrayRef<RankedTensorType> resultTypes = {});
 
 /// Product of the sizes of `axes` on `mesh`.
 int64_t axesProduct(MeshOp mesh, ArrayRef<StringRef> axes);

@@ -1,0 +1,1138 @@
+// RUN: par-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier / parser error path of the par dialect.
+
+//===----------------------------------------------------------------------===//
+// par.mesh
+//===----------------------------------------------------------------------===//
+
+// Tests that a mesh may not name the same axis twice.
+// expected-error@+1 {{'par.mesh' op duplicate mesh axis 'a'}}
+par.mesh @m ["a"=2, "b"=2, "a"=4]
+
+// -----
+
+// Tests that a mesh axis of size 0 is rejected.
+// expected-error@+1 {{'par.mesh' op mesh axis 'b' must have a positive size, got 0}}
+par.mesh @m ["a"=2, "b"=0]
+
+// -----
+
+// Tests that a mesh axis of negative size is rejected.
+// expected-error@+1 {{'par.mesh' op mesh axis 'a' must have a positive size, got -2}}
+par.mesh @m ["a"=-2]
+
+// -----
+
+// Tests that a mesh needs at least one axis.
+// expected-error@+1 {{'par.mesh' op needs at least one axis}}
+par.mesh @m []
+
+// -----
+
+// Tests that mesh axis names must not be empty.
+// expected-error@+1 {{'par.mesh' op axis names must not be empty}}
+par.mesh @m ["a"=2, ""=2]
+
+// -----
+
+// Tests that a mesh needs exactly one size per axis name (only reachable
+// through the generic form).
+// expected-error@+1 {{'par.mesh' op needs one size per axis name}}
+"par.mesh"() <{axis_names = ["a", "b"], axis_sizes = array<i64: 2>, sym_name = "m"}> : () -> ()
+
+// -----
+
+// Tests that a mesh axis without a size is a parse error.
+// expected-error@+1 {{expected '='}}
+par.mesh @m ["a"=2, "b"]
+
+//===----------------------------------------------------------------------===//
+// #par.sharding attribute
+//===----------------------------------------------------------------------===//
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that an axis may not split two different dimensions.
+// expected-error@+1 {{mesh axis 'a' is used more than once in a sharding (again in dimension 1)}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{"a"}, {"b", "a"}]>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that an axis may not appear twice in the axis list of one dimension.
+// expected-error@+1 {{mesh axis 'b' is used more than once in a sharding (again in dimension 0)}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{"b", "b"}, {}]>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that an axis may not both split a dimension and be a partial axis.
+// expected-error@+1 {{mesh axis 'a' is used more than once in a sharding (again as a partial axis)}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{"a"}, {}], partial sum {"a"}>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that an axis may not be listed twice as a partial axis.
+// expected-error@+1 {{mesh axis 'b' is used more than once in a sharding (again as a partial axis)}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{}, {}], partial max {"b", "b"}>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that `avg` is not a valid partial reduction kind.
+// expected-error@+1 {{partial reduction kind must be sum, max or min}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{}, {}], partial avg {"b"}>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that an unknown reduction kind keyword in a partial clause is rejected.
+// expected-error@+1 {{unknown reduction kind 'prod' (expected sum, max or min)}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{}, {}], partial prod {"b"}>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that a partial clause needs a reduction kind.
+// expected-error@+1 {{expected valid keyword}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{}, {}], partial {"b"}>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that the clause after the dimension list must start with `partial`.
+// expected-error@+1 {{expected 'partial'}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{}, {}], sum {"b"}>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that a sharding missing its closing `>` is a parse error.
+// expected-error@+1 {{unbalanced '<' character in pretty dialect name}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{"a"}, {}]}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that junk where the closing `>` of a sharding belongs is a parse
+// error.
+// expected-error@+1 {{expected '>'}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{"a"}, {}] {"b"}>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that the mesh of a sharding must be a flat symbol reference.
+// expected-error@+1 {{invalid kind of attribute specified}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<"m", [{"a"}, {}]>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that mesh axes in a sharding must be quoted strings.
+// expected-error@+1 {{expected string}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{a}, {}]>}) {
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// par.sharding on function arguments and results
+//===----------------------------------------------------------------------===//
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that a sharding on a function argument must have the tensor's rank.
+// expected-error@+1 {{argument #0: sharding #par.sharding<@m, [{"a"}]> has rank 1 but the tensor 'tensor<8x8xf32>' has rank 2}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{"a"}]>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that a sharding on a function result must have the tensor's rank
+// (here rank 0 on a rank-2 tensor).
+// expected-error@+1 {{result #1: sharding #par.sharding<@m, []> has rank 0 but the tensor 'tensor<8x8xf32>' has rank 2}}
+func.func @f(%x: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32> {par.sharding = #par.sharding<@m, []>}) {
+  return %x, %x : tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that a sharding on a function argument may only use axes of its mesh.
+// expected-error@+1 {{argument #1: unknown mesh axis 'c' (mesh @m has axes ["a", "b"])}}
+func.func @f(%x: tensor<8x8xf32>, %y: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{}, {"c"}]>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that the partial axes of a sharding must be axes of its mesh.
+// expected-error@+1 {{argument #0: unknown mesh axis 'c' (mesh @m has axes ["a", "b"])}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{"a"}, {}], partial sum {"c"}>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that a sharding on a function result may only use axes of its mesh.
+// expected-error@+1 {{result #0: unknown mesh axis 'x' (mesh @m has axes ["a", "b"])}}
+func.func @f(%x: tensor<8x8xf32>) -> (tensor<8x8xf32> {par.sharding = #par.sharding<@m, [{"x"}, {}]>}) {
+  return %x : tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that a sharding must refer to an existing mesh.
+// expected-error@+1 {{argument #0: sharding refers to unknown mesh @missing}}
+func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@missing, [{"a"}, {}]>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that a sharding referring to a symbol that is not a mesh (here a
+// function) is rejected.
+// expected-error@+1 {{result #0: sharding refers to unknown mesh @f}}
+func.func @f(%x: tensor<8x8xf32>) -> (tensor<8x8xf32> {par.sharding = #par.sharding<@f, [{"a"}, {}]>}) {
+  return %x : tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that par.sharding may not annotate a non-tensor function argument.
+// expected-error@+1 {{argument #0: sharding #par.sharding<@m, [{"a"}]> is attached to a non-tensor value of type 'memref<8xf32>'}}
+func.func @f(%x: memref<8xf32> {par.sharding = #par.sharding<@m, [{"a"}]>}) {
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that par.sharding may not annotate a non-tensor function result.
+// expected-error@+1 {{result #0: sharding #par.sharding<@m, []> is attached to a non-tensor value of type 'f32'}}
+func.func private @f() -> (f32 {par.sharding = #par.sharding<@m, []>})
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+// Tests that par.sharding on a function argument must be a #par.sharding.
+// expected-error@+1 {{argument #0: 'par.sharding' must be a #par.sharding attribute, got "a"}}
+func.func @f(%x: tensor<8xf32> {par.sharding = "a"}) {
+  return
+}
+
+// -----
+
+// Tests that an unknown par attribute on a function argument is rejected.
+// expected-error@+1 {{unknown par attribute "par.shard" on a region argument}}
+func.func @f(%x: tensor<8xf32> {par.shard = 1}) {
+  return
+}
+
+// -----
+
+// Tests that an unknown par attribute on a function result is rejected.
+// expected-error@+1 {{unknown par attribute "par.shard" on a function result}}
+func.func @f(%x: tensor<8xf32>) -> (tensor<8xf32> {par.shard = 1}) {
+  return %x : tensor<8xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// par.global_type
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Tests that par.global_type on a function argument must be a tensor type.
+// expected-error@+1 {{'"par.global_type"' must be a ranked tensor type}}
+func.func @f(%x: tensor<4xf32> {par.global_type = memref<8xf32>}) {
+  return
+}
+
+// -----
+
+// Tests that par.global_type must be a ranked tensor type, not unranked.
+// expected-error@+1 {{'"par.global_type"' must be a ranked tensor type}}
+func.func @f(%x: tensor<4xf32> {par.global_type = tensor<*xf32>}) {
+  return
+}
+
+// -----
+
+// Tests that par.global_type must be a type at all.
+// expected-error@+1 {{'"par.global_type"' must be a ranked tensor type}}
+func.func @f(%x: tensor<4xf32> {par.global_type = 8 : i64}) {
+  return
+}
+
+// -----
+
+// Tests that par.global_type on a function result must be a tensor type.
+// expected-error@+1 {{'"par.global_type"' must be a ranked tensor type}}
+func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32> {par.global_type = i32}) {
+  return %x : tensor<4xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Op-level par.sharding list
+//===----------------------------------------------------------------------===//
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // Tests that the op-level list needs one entry per result (too many).
+  // expected-error@+1 {{'par.sharding' has 2 entries but the op has 1 results}}
+  %0 = arith.addf %x, %x {par.sharding = [#par.sharding<@m, [{"a"}]>, #par.sharding<@m, [{"b"}]>]} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // Tests that the op-level list needs one entry per result (too few).
+  // expected-error@+1 {{'par.sharding' has 0 entries but the op has 1 results}}
+  %0 = arith.addf %x, %x {par.sharding = []} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // Tests that par.sharding on an op must be a list, not a bare sharding.
+  // expected-error@+1 {{'par.sharding' on an op must be an array with one sharding per result}}
+  %0 = arith.addf %x, %x {par.sharding = #par.sharding<@m, [{"a"}]>} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // Tests that a `unit` entry is not accepted for a tensor result.
+  // expected-error@+1 {{result #0: 'par.sharding' must be a #par.sharding attribute, got unit}}
+  %0 = arith.addf %x, %x {par.sharding = [unit]} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f() -> i32 {
+  // Tests that a #par.sharding entry is not accepted for a non-tensor result.
+  // expected-error@+1 {{result #0: sharding #par.sharding<@m, []> is attached to a non-tensor value of type 'i32'}}
+  %0 = arith.constant {par.sharding = [#par.sharding<@m, []>]} 1 : i32
+  return %0 : i32
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // Tests that an op-level sharding must have the result's rank.
+  // expected-error@+1 {{result #0: sharding #par.sharding<@m, [{"a"}, {}]> has rank 2 but the tensor 'tensor<8xf32>' has rank 1}}
+  %0 = arith.addf %x, %x {par.sharding = [#par.sharding<@m, [{"a"}, {}]>]} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // Tests that an op-level sharding must refer to an existing mesh.
+  // expected-error@+1 {{result #0: sharding refers to unknown mesh @n}}
+  %0 = arith.addf %x, %x {par.sharding = [#par.sharding<@n, [{"a"}]>]} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // Tests that an op-level sharding may only use axes of its mesh.
+  // expected-error@+1 {{result #0: unknown mesh axis 'c' (mesh @m has axes ["a", "b"])}}
+  %0 = arith.addf %x, %x {par.sharding = [#par.sharding<@m, [{}], partial min {"c"}>]} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // Tests that an unknown par attribute on an op is rejected.
+  // expected-error@+1 {{unknown par attribute "par.global_type"}}
+  %0 = arith.addf %x, %x {par.global_type = tensor<16xf32>} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// par.sharding_constraint and par.reshard
+//===----------------------------------------------------------------------===//
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // Tests that the sharding of a sharding_constraint must have the operand's rank.
+  // expected-error@+1 {{'par.sharding_constraint' op sharding #par.sharding<@m, [{"a"}]> has rank 1 but the tensor 'tensor<8x8xf32>' has rank 2}}
+  %0 = par.sharding_constraint %x <@m, [{"a"}]> : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // Tests that a sharding_constraint may only use axes of its mesh.
+  // expected-error@+1 {{'par.sharding_constraint' op unknown mesh axis 'c' (mesh @m has axes ["a", "b"])}}
+  %0 = par.sharding_constraint %x <@m, [{}, {"b", "c"}]> : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // Tests that a sharding_constraint must refer to an existing mesh.
+  // expected-error@+1 {{'par.sharding_constraint' op sharding refers to unknown mesh @n}}
+  %0 = par.sharding_constraint %x <@n, [{}, {}]> : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // Tests that a sharding_constraint referring to a non-mesh symbol is rejected.
+  // expected-error@+1 {{'par.sharding_constraint' op sharding refers to unknown mesh @f}}
+  %0 = par.sharding_constraint %x <@f, [{}, {}]> : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // Tests that the sharding of a reshard must have the operand's rank.
+  // expected-error@+1 {{'par.reshard' op sharding #par.sharding<@m, [{"a"}, {}, {}]> has rank 3 but the tensor 'tensor<8x8xf32>' has rank 2}}
+  %0 = par.reshard %x <@m, [{"a"}, {}, {}]> : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // Tests that a reshard may only use axes of its mesh (partial axes included).
+  // expected-error@+1 {{'par.reshard' op unknown mesh axis 'z' (mesh @m has axes ["a", "b"])}}
+  %0 = par.reshard %x <@m, [{"a"}, {}], partial sum {"z"}> : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // Tests that a reshard must refer to an existing mesh.
+  // expected-error@+1 {{'par.reshard' op sharding refers to unknown mesh @n}}
+  %0 = par.reshard %x <@n, [{}, {}]> : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // Tests that the sharding of a reshard is itself verified (axis used twice).
+  // expected-error@+1 {{mesh axis 'a' is used more than once in a sharding (again in dimension 1)}}
+  %0 = par.reshard %x <@m, [{"a"}, {"a"}]> : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives: mesh and axes (common to every collective)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_reduce must refer to an existing mesh.
+  // expected-error@+1 {{'par.all_reduce' op refers to unknown mesh @n}}
+  %0 = par.all_reduce %x on @n axes = ["a"] kind = sum : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_reduce may only use axes of its mesh.
+  // expected-error@+1 {{'par.all_reduce' op unknown mesh axis 'c' (mesh @m)}}
+  %0 = par.all_reduce %x on @m axes = ["c"] kind = sum : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_reduce may not list an axis twice.
+  // expected-error@+1 {{'par.all_reduce' op mesh axis 'a' is listed twice}}
+  %0 = par.all_reduce %x on @m axes = ["a", "a"] kind = sum : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_reduce needs at least one axis.
+  // expected-error@+1 {{'par.all_reduce' op needs at least one mesh axis}}
+  %0 = par.all_reduce %x on @m axes = [] kind = sum : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_gather must refer to an existing mesh.
+  // expected-error@+1 {{'par.all_gather' op refers to unknown mesh @n}}
+  %0 = par.all_gather %x on @n axes = ["a"] dim = 0 : tensor<8x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_gather may only use axes of its mesh.
+  // expected-error@+1 {{'par.all_gather' op unknown mesh axis 'c' (mesh @m)}}
+  %0 = par.all_gather %x on @m axes = ["c"] dim = 0 : tensor<8x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_gather may not list an axis twice.
+  // expected-error@+1 {{'par.all_gather' op mesh axis 'a' is listed twice}}
+  %0 = par.all_gather %x on @m axes = ["a", "a"] dim = 0 : tensor<8x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_gather needs at least one axis.
+  // expected-error@+1 {{'par.all_gather' op needs at least one mesh axis}}
+  %0 = par.all_gather %x on @m axes = [] dim = 0 : tensor<8x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.reduce_scatter must refer to an existing mesh.
+  // expected-error@+1 {{'par.reduce_scatter' op refers to unknown mesh @n}}
+  %0 = par.reduce_scatter %x on @n axes = ["a"] dim = 0 kind = sum : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.reduce_scatter may only use axes of its mesh.
+  // expected-error@+1 {{'par.reduce_scatter' op unknown mesh axis 'c' (mesh @m)}}
+  %0 = par.reduce_scatter %x on @m axes = ["c"] dim = 0 kind = sum : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.reduce_scatter may not list an axis twice.
+  // expected-error@+1 {{'par.reduce_scatter' op mesh axis 'a' is listed twice}}
+  %0 = par.reduce_scatter %x on @m axes = ["a", "a"] dim = 0 kind = sum : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.reduce_scatter needs at least one axis.
+  // expected-error@+1 {{'par.reduce_scatter' op needs at least one mesh axis}}
+  %0 = par.reduce_scatter %x on @m axes = [] dim = 0 kind = sum : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_to_all must refer to an existing mesh.
+  // expected-error@+1 {{'par.all_to_all' op refers to unknown mesh @n}}
+  %0 = par.all_to_all %x on @n axes = ["a"] split_dim = 1 concat_dim = 0 : tensor<8x8xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_to_all may only use axes of its mesh.
+  // expected-error@+1 {{'par.all_to_all' op unknown mesh axis 'c' (mesh @m)}}
+  %0 = par.all_to_all %x on @m axes = ["c"] split_dim = 1 concat_dim = 0 : tensor<8x8xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_to_all may not list an axis twice.
+  // expected-error@+1 {{'par.all_to_all' op mesh axis 'a' is listed twice}}
+  %0 = par.all_to_all %x on @m axes = ["a", "a"] split_dim = 1 concat_dim = 0 : tensor<8x8xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_to_all needs at least one axis.
+  // expected-error@+1 {{'par.all_to_all' op needs at least one mesh axis}}
+  %0 = par.all_to_all %x on @m axes = [] split_dim = 1 concat_dim = 0 : tensor<8x8xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.broadcast must refer to an existing mesh.
+  // expected-error@+1 {{'par.broadcast' op refers to unknown mesh @n}}
+  %0 = par.broadcast %x on @n axes = ["a"] root = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.broadcast may only use axes of its mesh.
+  // expected-error@+1 {{'par.broadcast' op unknown mesh axis 'c' (mesh @m)}}
+  %0 = par.broadcast %x on @m axes = ["c"] root = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.broadcast may not list an axis twice.
+  // expected-error@+1 {{'par.broadcast' op mesh axis 'a' is listed twice}}
+  %0 = par.broadcast %x on @m axes = ["a", "a"] root = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.broadcast needs at least one axis.
+  // expected-error@+1 {{'par.broadcast' op needs at least one mesh axis}}
+  %0 = par.broadcast %x on @m axes = [] root = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_slice must refer to an existing mesh.
+  // expected-error@+1 {{'par.all_slice' op refers to unknown mesh @n}}
+  %0 = par.all_slice %x on @n axes = ["a"] dim = 0 : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_slice may only use axes of its mesh.
+  // expected-error@+1 {{'par.all_slice' op unknown mesh axis 'c' (mesh @m)}}
+  %0 = par.all_slice %x on @m axes = ["c"] dim = 0 : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_slice may not list an axis twice.
+  // expected-error@+1 {{'par.all_slice' op mesh axis 'a' is listed twice}}
+  %0 = par.all_slice %x on @m axes = ["a", "a"] dim = 0 : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_slice needs at least one axis.
+  // expected-error@+1 {{'par.all_slice' op needs at least one mesh axis}}
+  %0 = par.all_slice %x on @m axes = [] dim = 0 : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.send must refer to an existing mesh.
+  // expected-error@+1 {{'par.send' op refers to unknown mesh @n}}
+  par.send %x on @n axes = ["a"] dest = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.send may only use axes of its mesh.
+  // expected-error@+1 {{'par.send' op unknown mesh axis 'c' (mesh @m)}}
+  par.send %x on @m axes = ["c"] dest = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.send may not list an axis twice.
+  // expected-error@+1 {{'par.send' op mesh axis 'a' is listed twice}}
+  par.send %x on @m axes = ["a", "a"] dest = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.send needs at least one axis.
+  // expected-error@+1 {{'par.send' op needs at least one mesh axis}}
+  par.send %x on @m axes = [] dest = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.recv must refer to an existing mesh.
+  // expected-error@+1 {{'par.recv' op refers to unknown mesh @n}}
+  %0 = par.recv on @n axes = ["a"] source = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.recv may only use axes of its mesh.
+  // expected-error@+1 {{'par.recv' op unknown mesh axis 'c' (mesh @m)}}
+  %0 = par.recv on @m axes = ["c"] source = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.recv may not list an axis twice.
+  // expected-error@+1 {{'par.recv' op mesh axis 'a' is listed twice}}
+  %0 = par.recv on @m axes = ["a", "a"] source = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.recv needs at least one axis.
+  // expected-error@+1 {{'par.recv' op needs at least one mesh axis}}
+  %0 = par.recv on @m axes = [] source = [0] : tensor<8x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives: op-specific checks
+//===----------------------------------------------------------------------===//
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that a collective referring to a symbol that is not a mesh (here a
+  // function) is rejected.
+  // expected-error@+1 {{'par.all_gather' op refers to unknown mesh @f}}
+  %0 = par.all_gather %x on @f axes = ["a"] dim = 0 : tensor<8x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_reduce rejects an unknown reduction kind keyword.
+  // expected-error@+2 {{custom op 'par.all_reduce' expected ::mlir::par::ReductionKind to be one of: sum, max, min, avg}}
+  // expected-error@+1 {{custom op 'par.all_reduce' failed to parse Par_ReductionKindAttr parameter 'value' which is to be a `::mlir::par::ReductionKind`}}
+  %0 = par.all_reduce %x on @m axes = ["a"] kind = prod : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_reduce must keep the operand type (generic form).
+  // expected-error@+1 {{'par.all_reduce' op failed to verify that all of {input, result} have same type}}
+  %0 = "par.all_reduce"(%x) <{axes = ["a"], kind = #par<reduction sum>, mesh = @m}> : (tensor<8x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that the dim of par.all_gather must be below the rank.
+  // expected-error@+1 {{'par.all_gather' op dim 2 is out of range for a tensor of rank 2}}
+  %0 = par.all_gather %x on @m axes = ["a"] dim = 2 : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that the dim of par.all_gather may not be negative.
+  // expected-error@+1 {{'par.all_gather' op dim -1 is out of range for a tensor of rank 2}}
+  %0 = par.all_gather %x on @m axes = ["a"] dim = -1 : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_gather multiplies the gathered dim by the group size
+  // (2 x 4 = 8 devices here).
+  // expected-error@+1 {{'par.all_gather' op result dimension 0 should be 64, got 16}}
+  %0 = par.all_gather %x on @m axes = ["a", "b"] dim = 0 : tensor<8x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_gather leaves the other dims unchanged.
+  // expected-error@+1 {{'par.all_gather' op result dimension 1 should be 8, got 4}}
+  %0 = par.all_gather %x on @m axes = ["a"] dim = 0 : tensor<8x8xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_gather keeps the rank.
+  // expected-error@+1 {{'par.all_gather' op input and result must have the same rank}}
+  %0 = par.all_gather %x on @m axes = ["a"] dim = 0 : tensor<8x8xf32> -> tensor<16x8x1xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_gather keeps the element type.
+  // expected-error@+1 {{'par.all_gather' op input and result must have the same element type}}
+  %0 = par.all_gather %x on @m axes = ["a"] dim = 0 : tensor<8x8xf32> -> tensor<16x8xf16>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that the dim of par.reduce_scatter must be below the rank.
+  // expected-error@+1 {{'par.reduce_scatter' op dim 3 is out of range for a tensor of rank 2}}
+  %0 = par.reduce_scatter %x on @m axes = ["b"] dim = 3 kind = sum : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x6xf32>) {
+  // Tests that the scattered dim of par.reduce_scatter must be divisible by
+  // the group size.
+  // expected-error@+1 {{'par.reduce_scatter' op dimension 1 of size 6 is not divisible by the group size 4}}
+  %0 = par.reduce_scatter %x on @m axes = ["b"] dim = 1 kind = sum : tensor<8x6xf32> -> tensor<8x1xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.reduce_scatter divides the scattered dim by the group size.
+  // expected-error@+1 {{'par.reduce_scatter' op result dimension 0 should be 2, got 4}}
+  %0 = par.reduce_scatter %x on @m axes = ["b"] dim = 0 kind = max : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.reduce_scatter keeps the element type.
+  // expected-error@+1 {{'par.reduce_scatter' op input and result must have the same element type}}
+  %0 = par.reduce_scatter %x on @m axes = ["a"] dim = 0 kind = sum : tensor<8x8xf32> -> tensor<4x8xi32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that the split_dim of par.all_to_all must be below the rank.
+  // expected-error@+1 {{'par.all_to_all' op split_dim 2 is out of range for a tensor of rank 2}}
+  %0 = par.all_to_all %x on @m axes = ["a"] split_dim = 2 concat_dim = 0 : tensor<8x8xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that the concat_dim of par.all_to_all must be below the rank.
+  // expected-error@+1 {{'par.all_to_all' op concat_dim -1 is out of range for a tensor of rank 2}}
+  %0 = par.all_to_all %x on @m axes = ["a"] split_dim = 1 concat_dim = -1 : tensor<8x8xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x6xf32>) {
+  // Tests that the split dim of par.all_to_all must be divisible by the group
+  // size.
+  // expected-error@+1 {{'par.all_to_all' op dimension 1 of size 6 is not divisible by the group size 4}}
+  %0 = par.all_to_all %x on @m axes = ["b"] split_dim = 1 concat_dim = 0 : tensor<8x6xf32> -> tensor<32x1xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_to_all multiplies the concat dim by the group size.
+  // expected-error@+1 {{'par.all_to_all' op result dimension 0 should be 16, got 8}}
+  %0 = par.all_to_all %x on @m axes = ["a"] split_dim = 1 concat_dim = 0 : tensor<8x8xf32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_to_all divides the split dim by the group size.
+  // expected-error@+1 {{'par.all_to_all' op result dimension 1 should be 4, got 8}}
+  %0 = par.all_to_all %x on @m axes = ["a"] split_dim = 1 concat_dim = 0 : tensor<8x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_to_all keeps the rank.
+  // expected-error@+1 {{'par.all_to_all' op input and result must have the same rank}}
+  %0 = par.all_to_all %x on @m axes = ["a"] split_dim = 1 concat_dim = 0 : tensor<8x8xf32> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.broadcast needs one root coordinate per axis.
+  // expected-error@+1 {{'par.broadcast' op root needs one coordinate per axis (2), got 1}}
+  %0 = par.broadcast %x on @m axes = ["a", "b"] root = [0] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that a root coordinate must be below its axis' size.
+  // expected-error@+1 {{'par.broadcast' op root coordinate 4 is out of range for mesh axis 'b'}}
+  %0 = par.broadcast %x on @m axes = ["a", "b"] root = [1, 4] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that a root coordinate may not be negative.
+  // expected-error@+1 {{'par.broadcast' op root coordinate -1 is out of range for mesh axis 'a'}}
+  %0 = par.broadcast %x on @m axes = ["a"] root = [-1] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that the dim of par.all_slice must be below the rank.
+  // expected-error@+1 {{'par.all_slice' op dim 2 is out of range for a tensor of rank 2}}
+  %0 = par.all_slice %x on @m axes = ["b"] dim = 2 : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x6xf32>) {
+  // Tests that the sliced dim of par.all_slice must be divisible by the group
+  // size.
+  // expected-error@+1 {{'par.all_slice' op dimension 1 of size 6 is not divisible by the group size 4}}
+  %0 = par.all_slice %x on @m axes = ["b"] dim = 1 : tensor<8x6xf32> -> tensor<8x1xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_slice divides the sliced dim by the group size.
+  // expected-error@+1 {{'par.all_slice' op result dimension 0 should be 2, got 8}}
+  %0 = par.all_slice %x on @m axes = ["b"] dim = 0 : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.all_slice keeps the rank.
+  // expected-error@+1 {{'par.all_slice' op input and result must have the same rank}}
+  %0 = par.all_slice %x on @m axes = ["b"] dim = 0 : tensor<8x8xf32> -> tensor<2x8x1xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that a dest coordinate of par.send must be below its axis' size.
+  // expected-error@+1 {{'par.send' op dest coordinate 2 is out of range for mesh axis 'a'}}
+  par.send %x on @m axes = ["a"] dest = [2] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that a dest coordinate of par.send may not be negative.
+  // expected-error@+1 {{'par.send' op dest coordinate -1 is out of range for mesh axis 'b'}}
+  par.send %x on @m axes = ["a", "b"] dest = [0, -1] {tag = 3} : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.send needs one dest coordinate per axis.
+  // expected-error@+1 {{'par.send' op dest needs one coordinate per axis (1), got 2}}
+  par.send %x on @m axes = ["a"] dest = [0, 1] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.recv needs one source coordinate per axis.
+  // expected-error@+1 {{'par.recv' op source needs one coordinate per axis (2), got 1}}
+  %0 = par.recv on @m axes = ["a", "b"] source = [1] : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that a source coordinate of par.recv must be below its axis' size.
+  // expected-error@+1 {{'par.recv' op source coordinate 4 is out of range for mesh axis 'b'}}
+  %0 = par.recv on @m axes = ["b"] source = [4] {tag = 1} : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: tensor<8x8xf32>) {
+  // Tests that par.send has no result.
+  // expected-error@+1 {{cannot name an operation with no results}}
+  %0 = par.send %x on @m axes = ["b"] dest = [0] : tensor<8x8xf32>
+  return
+}
