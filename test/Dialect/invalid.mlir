@@ -224,7 +224,7 @@ func.func @f(%x: tensor<8x8xf32> {par.sharding = #par.sharding<@missing, [{"a"},
 par.mesh @m ["a"=2, "b"=4]
 // Tests that a sharding referring to a symbol that is not a mesh (here a
 // function) is rejected.
-// expected-error@+1 {{result #0: sharding refers to unknown mesh @f}}
+// expected-error@+1 {{result #0: sharding refers to @f, which is not a par.mesh}}
 func.func @f(%x: tensor<8x8xf32>) -> (tensor<8x8xf32> {par.sharding = #par.sharding<@f, [{"a"}, {}]>}) {
   return %x : tensor<8x8xf32>
 }
@@ -277,7 +277,7 @@ func.func @f(%x: tensor<8xf32>) -> (tensor<8xf32> {par.shard = 1}) {
 // -----
 
 // Tests that par.global_type on a function argument must be a tensor type.
-// expected-error@+1 {{'"par.global_type"' must be a ranked tensor type}}
+// expected-error@+1 {{'par.global_type' must be a ranked tensor type}}
 func.func @f(%x: tensor<4xf32> {par.global_type = memref<8xf32>}) {
   return
 }
@@ -285,7 +285,7 @@ func.func @f(%x: tensor<4xf32> {par.global_type = memref<8xf32>}) {
 // -----
 
 // Tests that par.global_type must be a ranked tensor type, not unranked.
-// expected-error@+1 {{'"par.global_type"' must be a ranked tensor type}}
+// expected-error@+1 {{'par.global_type' must be a ranked tensor type}}
 func.func @f(%x: tensor<4xf32> {par.global_type = tensor<*xf32>}) {
   return
 }
@@ -293,7 +293,7 @@ func.func @f(%x: tensor<4xf32> {par.global_type = tensor<*xf32>}) {
 // -----
 
 // Tests that par.global_type must be a type at all.
-// expected-error@+1 {{'"par.global_type"' must be a ranked tensor type}}
+// expected-error@+1 {{'par.global_type' must be a ranked tensor type}}
 func.func @f(%x: tensor<4xf32> {par.global_type = 8 : i64}) {
   return
 }
@@ -301,7 +301,7 @@ func.func @f(%x: tensor<4xf32> {par.global_type = 8 : i64}) {
 // -----
 
 // Tests that par.global_type on a function result must be a tensor type.
-// expected-error@+1 {{'"par.global_type"' must be a ranked tensor type}}
+// expected-error@+1 {{'par.global_type' must be a ranked tensor type}}
 func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32> {par.global_type = i32}) {
   return %x : tensor<4xf32>
 }
@@ -315,7 +315,7 @@ func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32> {par.global_type = i32}) {
 par.mesh @m ["a"=2, "b"=4]
 func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
   // Tests that the op-level list needs one entry per result (too many).
-  // expected-error@+1 {{'par.sharding' has 2 entries but the op has 1 results}}
+  // expected-error@+1 {{'par.sharding' has 2 entries but the op has 1 result(s)}}
   %0 = arith.addf %x, %x {par.sharding = [#par.sharding<@m, [{"a"}]>, #par.sharding<@m, [{"b"}]>]} : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
@@ -325,7 +325,7 @@ func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
 par.mesh @m ["a"=2, "b"=4]
 func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
   // Tests that the op-level list needs one entry per result (too few).
-  // expected-error@+1 {{'par.sharding' has 0 entries but the op has 1 results}}
+  // expected-error@+1 {{'par.sharding' has 0 entries but the op has 1 result(s)}}
   %0 = arith.addf %x, %x {par.sharding = []} : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
@@ -438,7 +438,7 @@ func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
 par.mesh @m ["a"=2, "b"=4]
 func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   // Tests that a sharding_constraint referring to a non-mesh symbol is rejected.
-  // expected-error@+1 {{'par.sharding_constraint' op sharding refers to unknown mesh @f}}
+  // expected-error@+1 {{'par.sharding_constraint' op sharding refers to @f, which is not a par.mesh}}
   %0 = par.sharding_constraint %x <@f, [{}, {}]> : tensor<8x8xf32>
   return %0 : tensor<8x8xf32>
 }
@@ -817,7 +817,7 @@ par.mesh @m ["a"=2, "b"=4]
 func.func @f(%x: tensor<8x8xf32>) {
   // Tests that a collective referring to a symbol that is not a mesh (here a
   // function) is rejected.
-  // expected-error@+1 {{'par.all_gather' op refers to unknown mesh @f}}
+  // expected-error@+1 {{'par.all_gather' op refers to @f, which is not a par.mesh}}
   %0 = par.all_gather %x on @f axes = ["a"] dim = 0 : tensor<8x8xf32> -> tensor<16x8xf32>
   return
 }
@@ -1135,4 +1135,15 @@ func.func @f(%x: tensor<8x8xf32>) {
   // expected-error@+1 {{cannot name an operation with no results}}
   %0 = par.send %x on @m axes = ["b"] dest = [0] : tensor<8x8xf32>
   return
+}
+
+// -----
+
+// Tests that a split that does not divide the input is rejected even when
+// the result dimension is dynamic.
+par.mesh @m ["a"=2, "b"=4]
+func.func @dyn_result_not_divisible(%x: tensor<8x6xf32>) -> tensor<8x?xf32> {
+  // expected-error @+1 {{dimension 1 of size 6 is not divisible by the group size 4}}
+  %0 = par.all_slice %x on @m axes = ["b"] dim = 1 : tensor<8x6xf32> -> tensor<8x?xf32>
+  return %0 : tensor<8x?xf32>
 }

@@ -61,6 +61,13 @@ MeshOp mlir::par::lookupMesh(Operation *from, FlatSymbolRefAttr symbol,
   return mesh;
 }
 
+/// "unknown mesh @m" or "@m, which is not a par.mesh", for diagnostics.
+static std::string describeBadMesh(Operation *from, FlatSymbolRefAttr sym) {
+  if (SymbolTable::lookupNearestSymbolFrom(from, sym))
+    return ("@" + sym.getValue() + ", which is not a par.mesh").str();
+  return ("unknown mesh @" + sym.getValue()).str();
+}
+
 ShardingAttr mlir::par::getShardingAnnotation(Operation *op) {
   return op->getAttrOfType<ShardingAttr>(ParDialect::kShardingAttrName);
 }
@@ -262,6 +269,9 @@ Attribute ShardingAttr::parse(AsmParser &p, Type) {
   }
   if (p.parseGreater())
     return {};
+  // Without partial axes the kind means nothing: keep one canonical form.
+  if (partial.empty())
+    kind = ReductionKind::Sum;
   return p.getChecked<ShardingAttr>(loc, p.getContext(), mesh, dims,
                                     ArrayAttr::get(p.getContext(), partial),
                                     kind);
@@ -271,7 +281,7 @@ void ShardingAttr::print(AsmPrinter &p) const {
   auto printSet = [&](ArrayAttr axes) {
     p << "{";
     llvm::interleaveComma(axes, p, [&](Attribute a) {
-      p << "\"" << cast<StringAttr>(a).getValue() << "\"";
+      p.printString(cast<StringAttr>(a).getValue());
     });
     p << "}";
   };
@@ -298,15 +308,15 @@ static LogicalResult verifyValueSharding(Operation *anchor, Attribute attr,
                   << attr;
   MeshOp mesh = lookupMesh(anchor, sharding.getMesh(), /*emitErrors=*/false);
   if (!mesh)
-    return emit() << "sharding refers to unknown mesh "
-                  << sharding.getMesh();
+    return emit() << "sharding refers to "
+                  << describeBadMesh(anchor, sharding.getMesh());
   return verifyShardingFor(emit, sharding, mesh, type);
 }
 
 static LogicalResult verifyGlobalType(Operation *op, NamedAttribute attr) {
   auto type = dyn_cast<TypeAttr>(attr.getValue());
   if (!type || !isa<RankedTensorType>(type.getValue()))
-    return op->emitError() << "'" << attr.getName()
+    return op->emitError() << "'" << attr.getName().getValue()
                            << "' must be a ranked tensor type";
   return success();
 }
@@ -361,7 +371,7 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
   if (list.size() != op->getNumResults())
     return op->emitError() << "'par.sharding' has " << list.size()
                            << " entries but the op has "
-                           << op->getNumResults() << " results";
+                           << op->getNumResults() << " result(s)";
   for (auto [i, entry] : llvm::enumerate(list)) {
     if (isa<UnitAttr>(entry) && !isa<RankedTensorType>(op->getResult(i).getType()))
       continue;
@@ -400,9 +410,9 @@ static void printMeshAxes(OpAsmPrinter &p, MeshOp, ArrayAttr names,
   p << "[";
   llvm::interleaveComma(llvm::zip(names, sizes.asArrayRef()), p,
                         [&](auto pair) {
-                          p << "\""
-                            << cast<StringAttr>(std::get<0>(pair)).getValue()
-                            << "\"=" << std::get<1>(pair);
+                          p.printString(
+                              cast<StringAttr>(std::get<0>(pair)).getValue());
+                          p << "=" << std::get<1>(pair);
                         });
   p << "]";
 }
@@ -456,8 +466,8 @@ static LogicalResult verifyAnnotationSymbols(OpTy op,
   auto mesh = tables.lookupNearestSymbolFrom<MeshOp>(
       op, op.getSharding().getMesh());
   if (!mesh)
-    return op.emitOpError() << "sharding refers to unknown mesh "
-                            << op.getSharding().getMesh();
+    return op.emitOpError() << "sharding refers to "
+                            << describeBadMesh(op, op.getSharding().getMesh());
   return verifyShardingFor([&]() { return op.emitOpError(); },
                            op.getSharding(), mesh, op.getInput().getType());
 }
@@ -482,7 +492,7 @@ static FailureOr<int64_t> verifyAxes(Operation *op, FlatSymbolRefAttr meshSym,
   auto mesh = dyn_cast_or_null<MeshOp>(
       SymbolTable::lookupNearestSymbolFrom(op, meshSym));
   if (!mesh)
-    return op->emitOpError() << "refers to unknown mesh " << meshSym;
+    return op->emitOpError() << "refers to " << describeBadMesh(op, meshSym);
   if (axes.empty())
     return op->emitOpError("needs at least one mesh axis");
   llvm::StringSet<> seen;
@@ -532,7 +542,7 @@ static LogicalResult checkShapes(Operation *op, RankedTensorType in,
     return op->emitOpError("input and result must have the same element type");
   for (int64_t d = 0; d < in.getRank(); ++d) {
     int64_t expect = in.getDimSize(d);
-    if (ShapedType::isDynamic(expect) || out.isDynamicDim(d))
+    if (ShapedType::isDynamic(expect))
       continue;
     for (auto &[sd, md] : scaled) {
       if (sd != d)
@@ -543,6 +553,8 @@ static LogicalResult checkShapes(Operation *op, RankedTensorType in,
                << " is not divisible by the group size " << md.second;
       expect = expect * md.first / md.second;
     }
+    if (out.isDynamicDim(d))
+      continue;
     if (out.getDimSize(d) != expect)
       return op->emitOpError() << "result dimension " << d << " should be "
                                << expect << ", got " << out.getDimSize(d);
