@@ -7,7 +7,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "PAR"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.par_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py"]
@@ -19,5 +19,5 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.par_tools_dir, config.llvm_tools_dir]
-tools = ["par-opt"]
+tools = ["par-opt", "not", "count", "FileCheck"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

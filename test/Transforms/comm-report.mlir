@@ -1,0 +1,37 @@
+// RUN: par-opt %s --par-comm-report -o /dev/null | FileCheck %s
+// RUN: par-opt %s --par-comm-report=output=%t.txt -o /dev/null && FileCheck %s < %t.txt
+// RUN: not par-opt %s --par-comm-report=output=/nonexistent/dir/r.txt -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADFILE
+
+// Tests the bytes each device sends under the ring formulas of ANCHORS.md:
+// all_reduce 2(n-1)/n S, all_gather (n-1)/n of the result, reduce_scatter
+// and all_to_all (n-1)/n of the input, broadcast and send S, recv and
+// all_slice nothing. Element widths: f32 4 bytes, bf16 2, i8 1.
+// CHECK-LABEL: par-comm-report: @collectives
+// CHECK-NEXT:    par.all_reduce axes=["x"] n=2 f32 tensor<8x16xf32>: 512 bytes
+// CHECK-NEXT:    par.all_reduce axes=["x", "y"] n=8 bf16 tensor<8x16xbf16>: 448 bytes
+// CHECK-NEXT:    par.all_gather axes=["y"] n=4 f32 tensor<8x4xf32>: 384 bytes
+// CHECK-NEXT:    par.reduce_scatter axes=["y"] n=4 f32 tensor<8x16xf32>: 384 bytes
+// CHECK-NEXT:    par.all_to_all axes=["x"] n=2 i8 tensor<8x16xi8>: 64 bytes
+// CHECK-NEXT:    par.broadcast axes=["x"] n=2 f32 tensor<8x16xf32>: 512 bytes
+// CHECK-NEXT:    par.send axes=["x"] n=2 f32 tensor<8x16xf32>: 512 bytes
+// CHECK-NEXT:    par.recv axes=["x"] n=2 f32 tensor<8x16xf32>: 0 bytes
+// CHECK-NEXT:    total: 8 collectives, 2816 bytes per device
+// CHECK-LABEL: par-comm-report: @nothing
+// CHECK-NEXT:    total: 0 collectives, 0 bytes per device
+// BADFILE: cannot open report file '/nonexistent/dir/r.txt'
+par.mesh @mesh ["x"=2, "y"=4]
+func.func @collectives(%a: tensor<8x16xf32>, %b: tensor<8x16xbf16>, %c: tensor<8x4xf32>, %d: tensor<8x16xi8>) {
+  %0 = par.all_reduce %a on @mesh axes = ["x"] kind = sum : tensor<8x16xf32>
+  %1 = par.all_reduce %b on @mesh axes = ["x", "y"] kind = max : tensor<8x16xbf16>
+  %2 = par.all_gather %c on @mesh axes = ["y"] dim = 1 : tensor<8x4xf32> -> tensor<8x16xf32>
+  %3 = par.reduce_scatter %a on @mesh axes = ["y"] dim = 1 kind = sum : tensor<8x16xf32> -> tensor<8x4xf32>
+  %4 = par.all_to_all %d on @mesh axes = ["x"] split_dim = 0 concat_dim = 1 : tensor<8x16xi8> -> tensor<4x32xi8>
+  %5 = par.broadcast %a on @mesh axes = ["x"] root = [0] : tensor<8x16xf32>
+  %6 = par.all_slice %a on @mesh axes = ["y"] dim = 0 : tensor<8x16xf32> -> tensor<2x16xf32>
+  par.send %a on @mesh axes = ["x"] dest = [1] : tensor<8x16xf32>
+  %7 = par.recv on @mesh axes = ["x"] source = [0] : tensor<8x16xf32>
+  return
+}
+func.func @nothing(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  return %a : tensor<8x16xf32>
+}
