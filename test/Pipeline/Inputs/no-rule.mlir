@@ -1,0 +1,5 @@
+par.mesh @m ["x"=2]
+func.func @f(%x: tensor<4xf32> {par.sharding = #par.sharding<@m, [{"x"}]>}) -> tensor<4xf32> {
+  %0 = "foo.bar"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
