@@ -8,6 +8,7 @@
 
 #include "par/Dialect/Par/IR/ParDialect.h"
 #include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Dialect/Par/Transforms/RuntimeABI.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -22,6 +23,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   registry.insert<mlir::par::ParDialect>();
   mlir::par::registerShardingRuleModels(registry);
+  mlir::par::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::par::registerAllParPasses();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "par optimizer driver: sharding, partitioning and lowering\n",

@@ -3,6 +3,10 @@
 #ifndef PAR_DIALECT_PAR_TRANSFORMS_PASSES_H
 #define PAR_DIALECT_PAR_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -27,6 +31,10 @@ struct SPMDPipelineOptions
 
 /// Propagation, partitioning, cleanup and the stage's verify pass.
 void buildSPMDPipeline(OpPassManager &pm, const SPMDPipelineOptions &options);
+
+/// Bufferization and lowering of a partitioned program to the LLVM dialect
+/// for the CPU, with collectives and matmuls as par runtime calls.
+LogicalResult buildLowerCPUPipeline(OpPassManager &pm);
 
 /// Registers every par pass and the `par-spmd` pipeline.
 void registerAllParPasses();

@@ -111,6 +111,75 @@ def CommReport : Pass<"par-comm-report", "ModuleOp"> {
   ];
 }
 
+def StripShardings : Pass<"par-strip-shardings", "ModuleOp"> {
+  let summary = "Removes every sharding: the unsharded reference program";
+  let description = [{
+    Drops `par.sharding` attributes, replaces `par.sharding_constraint` and
+    `par.reshard` by their operands and removes meshes. The result is the
+    same program on one device; `par-compile` builds it next to the sharded
+    one so that `par-run --verify` can compare them on the same inputs.
+  }];
+}
+
+def ExportManifest : Pass<"par-export-manifest", "ModuleOp"> {
+  let summary = "Writes the entry points' interface as JSON";
+  let description = [{
+    For every public function with a body: its name, mesh (axes and sizes;
+    none for an unsharded program) and, per argument and result, the element
+    type, global and local shapes and sharding (per-dimension axes, partial
+    axes and kind). A runtime driver (par-run) reads it to initialise,
+    scatter and gather tensors. Run after partitioning.
+
+    ```json
+    {"functions": [{"name": "mlp", "mesh": {"name": "mesh", "axes": [{"name": "tp", "size": 4} ]},
+      "inputs": [{"dtype": "f32", "global_shape": [8, 16], "local_shape": [8, 16],
+                  "sharding": {"dims": [[], []], "partial": [], "partial_kind": "sum"}} ], ...} ]}
+    ```
+  }];
+  let options = [
+    Option<"outputFile", "output", "std::string", /*default=*/"\"-\"",
+           "Where to write the manifest ('-' for stdout)">
+  ];
+}
+
+def MatmulToRuntime : Pass<"par-matmul-to-runtime", "ModuleOp"> {
+  let summary = "Lowers buffer-level f32/f64 matmuls to the runtime's BLAS call";
+  let description = [{
+    A `linalg.matmul` on contiguous, static f32 or f64 memrefs with the
+    default indexing maps becomes `par_rt_k_matmul(a, b, c, M, N, K, dtype,
+    accumulate=1)` (OpenBLAS on the CPU backend, cuBLAS on CUDA). Other
+    matmuls are left for loop lowering.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def MarkEntryPoints : Pass<"par-mark-entry-points", "ModuleOp"> {
+  let summary = "Asks for C interfaces on the public functions";
+  let description = [{
+    Sets `llvm.emit_c_interface` on every public function with a body, so
+    that func-to-LLVM emits `_mlir_ciface_<name>` taking memref descriptors
+    by pointer; `par-emit-packed-entry` then wraps those. Drops the
+    `par.sharding`/`par.global_type` signature attributes: the manifest
+    (par-export-manifest) holds them, and below tensor level they would
+    describe memrefs.
+  }];
+}
+
+def EmitPackedEntry : Pass<"par-emit-packed-entry", "ModuleOp"> {
+  let summary = "Adds one `void par_packed_<name>(void **)` per entry point";
+  let description = [{
+    After lowering to the LLVM dialect: for each `_mlir_ciface_<name>`, an
+    exported `par_packed_<name>(void **argv)` that calls it with the
+    pointers in argv (results first, then arguments, each a memref
+    descriptor). A driver can then call any entry point through one C
+    signature, whatever its arity. Also removes the (by now unused)
+    `par.mesh` ops, leaving a module that translates to LLVM IR.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TestShardingRules : Pass<"par-test-sharding-rules", "ModuleOp"> {
   let summary = "Test pass: reports each op's sharding rule as a remark";
   let description = [{
