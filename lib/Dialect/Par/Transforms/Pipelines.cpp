@@ -40,7 +40,8 @@ LogicalResult mlir::par::buildLowerCPUPipeline(OpPassManager &pm) {
   // one packed wrapper per entry point.
   return parsePassPipeline(
       "par-mark-entry-points,"
-      "func.func(convert-elementwise-to-linalg,linalg-fuse-elementwise-ops),"
+      "par-decompose-aggregated-ops,"
+      "func.func(convert-elementwise-to-linalg),"
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
       "buffer-deallocation-pipeline,"

@@ -142,6 +142,21 @@ def ExportManifest : Pass<"par-export-manifest", "ModuleOp"> {
   ];
 }
 
+def DecomposeAggregatedOps : Pass<"par-decompose-aggregated-ops", "ModuleOp"> {
+  let summary = "Rewrites aggregated linalg ops (softmax) into structured ops";
+  let description = [{
+    Ops implementing `linalg::AggregatedOpInterface` (e.g. `linalg.softmax`)
+    are replaced by their decomposition (reductions and elementwise
+    generics) on tensors, so that they bufferize and lower to loops like
+    any other structured op. Runs after partitioning: sharding works on the
+    aggregated op, whose rule is simpler.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MatmulToRuntime : Pass<"par-matmul-to-runtime", "ModuleOp"> {
   let summary = "Lowers buffer-level f32/f64 matmuls to the runtime's BLAS call";
   let description = [{

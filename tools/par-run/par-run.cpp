@@ -1,0 +1,783 @@
+//===- par-run.cpp - Runs a compiled par program on N ranks ---------------===//
+//
+// par-run -n N ARTIFACT [--backend cpu|cuda] [--input NAME=FILE.npy ...]
+//         [--seed S] [--output DIR] [--verify] [--entry NAME]
+//
+// Outside an MPI job, par-run checks N against the artifact's mesh and
+// re-launches itself through `mpirun -n N` (the existing launcher; inside an
+// mpirun or srun job started by the user it runs directly). Each rank then
+// builds its local block of every input — from the counter-based generator
+// (seed, tensor, global element index), so every sharding sees the same
+// global values, or from a given .npy — calls the compiled entry point,
+// and rank 0 gathers the outputs, writes them as .npy, and prints per-rank
+// time and bytes. With --verify rank 0 also runs the unsharded reference on
+// the same global inputs and compares.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Runtime/par_runtime.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <set>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+[[noreturn]] void fail(const std::string &msg) {
+  fprintf(stderr, "par-run: error: %s\n", msg.c_str());
+  fflush(stderr);
+  exit(1);
+}
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+struct Options {
+  int64_t ranks = -1;
+  std::string artifact;
+  std::string backend = "cpu";
+  std::map<std::string, std::string> inputs;
+  uint64_t seed = 0;
+  std::string outputDir;
+  std::string entry;
+  bool verify = false;
+};
+
+void usage() {
+  fprintf(stderr,
+          "usage: par-run -n N ARTIFACT_DIR [--backend cpu|cuda] "
+          "[--input argK=FILE.npy ...] [--seed S] [--output DIR] [--verify] "
+          "[--entry NAME]\n");
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc)
+        fail("option " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-n" || a == "--ranks") {
+      std::string v = next();
+      char *end = nullptr;
+      o.ranks = strtoll(v.c_str(), &end, 10);
+      if (*end || o.ranks <= 0)
+        fail("-n needs a positive number of ranks, got '" + v + "'");
+    } else if (a == "--backend") {
+      o.backend = next();
+      if (o.backend != "cpu" && o.backend != "cuda")
+        fail("unknown backend '" + o.backend + "' (expected cpu or cuda)");
+    } else if (a == "--input") {
+      std::string v = next();
+      size_t eq = v.find('=');
+      if (eq == std::string::npos)
+        fail("--input needs NAME=FILE.npy, got '" + v + "'");
+      o.inputs[v.substr(0, eq)] = v.substr(eq + 1);
+    } else if (a == "--seed") {
+      o.seed = strtoull(next().c_str(), nullptr, 10);
+    } else if (a == "--output") {
+      o.outputDir = next();
+    } else if (a == "--entry") {
+      o.entry = next();
+    } else if (a == "--verify") {
+      o.verify = true;
+    } else if (a == "-h" || a == "--help") {
+      usage();
+      exit(0);
+    } else if (!a.empty() && a[0] == '-') {
+      usage();
+      fail("unknown option '" + a + "'");
+    } else if (o.artifact.empty()) {
+      o.artifact = a;
+    } else {
+      fail("more than one artifact given ('" + o.artifact + "', '" + a + "')");
+    }
+  }
+  if (o.artifact.empty()) {
+    usage();
+    fail("no artifact given");
+  }
+  if (o.ranks < 0)
+    fail("-n N is required");
+  return o;
+}
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+struct TensorSpec {
+  std::string dtype;
+  std::vector<int64_t> global, local;
+  std::vector<std::vector<std::string>> dims;
+  std::vector<std::string> partial;
+  std::string partialKind;
+  int64_t elementSize() const {
+    if (dtype == "f32" || dtype == "i32")
+      return 4;
+    if (dtype == "f64" || dtype == "i64")
+      return 8;
+    return 0;
+  }
+  int64_t localCount() const {
+    int64_t n = 1;
+    for (int64_t d : local)
+      n *= d;
+    return n;
+  }
+  int64_t globalCount() const {
+    int64_t n = 1;
+    for (int64_t d : global)
+      n *= d;
+    return n;
+  }
+};
+
+struct FunctionSpec {
+  std::string name;
+  std::vector<std::string> axisNames;
+  std::vector<int64_t> axisSizes;
+  std::vector<TensorSpec> inputs, outputs;
+  int64_t devices() const {
+    int64_t n = 1;
+    for (int64_t s : axisSizes)
+      n *= s;
+    return n;
+  }
+  int64_t axisIndex(const std::string &name) const {
+    for (size_t i = 0; i < axisNames.size(); ++i)
+      if (axisNames[i] == name)
+        return i;
+    return -1;
+  }
+};
+
+std::vector<int64_t> intList(const llvm::json::Array *a, const std::string &what) {
+  if (!a)
+    fail("manifest: missing " + what);
+  std::vector<int64_t> out;
+  for (const llvm::json::Value &v : *a) {
+    auto i = v.getAsInteger();
+    if (!i)
+      fail("manifest: " + what + " must hold integers");
+    out.push_back(*i);
+  }
+  return out;
+}
+
+TensorSpec parseTensor(const llvm::json::Value &v, const std::string &what) {
+  const llvm::json::Object *o = v.getAsObject();
+  if (!o)
+    fail("manifest: " + what + " is not an object");
+  TensorSpec t;
+  if (auto s = o->getString("dtype"))
+    t.dtype = s->str();
+  t.global = intList(o->getArray("global_shape"), what + ".global_shape");
+  t.local = intList(o->getArray("local_shape"), what + ".local_shape");
+  const llvm::json::Object *sh = o->getObject("sharding");
+  if (!sh)
+    fail("manifest: " + what + " has no sharding");
+  if (const llvm::json::Array *dims = sh->getArray("dims"))
+    for (const llvm::json::Value &d : *dims) {
+      std::vector<std::string> axes;
+      if (const llvm::json::Array *a = d.getAsArray())
+        for (const llvm::json::Value &x : *a)
+          if (auto s = x.getAsString())
+            axes.push_back(s->str());
+      t.dims.push_back(axes);
+    }
+  if (const llvm::json::Array *p = sh->getArray("partial"))
+    for (const llvm::json::Value &x : *p)
+      if (auto s = x.getAsString())
+        t.partial.push_back(s->str());
+  if (auto k = sh->getString("partial_kind"))
+    t.partialKind = k->str();
+  if (t.dims.size() != t.global.size() || t.local.size() != t.global.size())
+    fail("manifest: " + what + " has inconsistent ranks");
+  if (t.elementSize() == 0)
+    fail("manifest: " + what + " has element type '" + t.dtype +
+         "', which par-run does not support yet (f32, f64, i32, i64)");
+  return t;
+}
+
+FunctionSpec loadManifest(const std::string &path, const std::string &entry) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    fail("cannot read manifest '" + path + "': " + buf.getError().message());
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buf)->getBuffer());
+  if (!json)
+    fail("manifest '" + path + "' is not valid JSON: " +
+         llvm::toString(json.takeError()));
+  const llvm::json::Object *root = json->getAsObject();
+  const llvm::json::Array *fns = root ? root->getArray("functions") : nullptr;
+  if (!fns || fns->empty())
+    fail("manifest '" + path + "' lists no functions");
+  for (const llvm::json::Value &fv : *fns) {
+    const llvm::json::Object *f = fv.getAsObject();
+    if (!f)
+      continue;
+    std::string name = f->getString("name").value_or("").str();
+    if (!entry.empty() && name != entry)
+      continue;
+    FunctionSpec spec;
+    spec.name = name;
+    if (const llvm::json::Object *mesh = f->getObject("mesh"))
+      if (const llvm::json::Array *axes = mesh->getArray("axes"))
+        for (const llvm::json::Value &a : *axes) {
+          const llvm::json::Object *ao = a.getAsObject();
+          spec.axisNames.push_back(ao->getString("name").value_or("").str());
+          spec.axisSizes.push_back(ao->getInteger("size").value_or(1));
+        }
+    int k = 0;
+    if (const llvm::json::Array *in = f->getArray("inputs"))
+      for (const llvm::json::Value &t : *in)
+        spec.inputs.push_back(parseTensor(t, "arg" + std::to_string(k++)));
+    k = 0;
+    if (const llvm::json::Array *out = f->getArray("outputs"))
+      for (const llvm::json::Value &t : *out)
+        spec.outputs.push_back(parseTensor(t, "result" + std::to_string(k++)));
+    return spec;
+  }
+  fail("manifest '" + path + "' has no function named '" + entry + "'");
+}
+
+//===----------------------------------------------------------------------===//
+// Layout: which block of a global tensor a rank holds
+//===----------------------------------------------------------------------===//
+
+std::vector<int64_t> coordsOf(const FunctionSpec &f, int64_t rank) {
+  std::vector<int64_t> c(f.axisSizes.size());
+  for (int64_t i = (int64_t)c.size() - 1; i >= 0; --i) {
+    c[i] = rank % f.axisSizes[i];
+    rank /= f.axisSizes[i];
+  }
+  return c;
+}
+
+/// Per-dimension offset of `rank`'s block.
+std::vector<int64_t> blockOffset(const FunctionSpec &f, const TensorSpec &t,
+                                 const std::vector<int64_t> &coords) {
+  std::vector<int64_t> off(t.global.size(), 0);
+  for (size_t d = 0; d < t.dims.size(); ++d) {
+    int64_t block = 0;
+    for (const std::string &a : t.dims[d]) {
+      int64_t i = f.axisIndex(a);
+      if (i < 0)
+        fail("manifest: unknown mesh axis '" + a + "'");
+      block = block * f.axisSizes[i] + coords[i];
+    }
+    off[d] = block * t.local[d];
+  }
+  return off;
+}
+
+/// Calls fn(localLinear, globalLinear) for every element of the block.
+template <typename Fn>
+void forEachElement(const TensorSpec &t, const std::vector<int64_t> &offset,
+                    Fn fn) {
+  size_t rank = t.local.size();
+  std::vector<int64_t> idx(rank, 0);
+  int64_t count = t.localCount();
+  for (int64_t l = 0; l < count; ++l) {
+    int64_t g = 0;
+    for (size_t d = 0; d < rank; ++d)
+      g = g * t.global[d] + offset[d] + idx[d];
+    fn(l, g);
+    for (int64_t d = (int64_t)rank - 1; d >= 0; --d) {
+      if (++idx[d] < t.local[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Values: generator and .npy
+//===----------------------------------------------------------------------===//
+
+/// Counter-based generator: a value depends only on (seed, tensor, global
+/// element index), never on the layout.
+double generate(uint64_t seed, uint64_t tensor, uint64_t index) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + (tensor + 1) * 0xBF58476D1CE4E5B9ull +
+               index * 0x94D049BB133111EBull;
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return (double)(x >> 40) / (double)(1ull << 24) * 2.0 - 1.0; // [-1, 1)
+}
+
+/// The generated value of element `index` of input `tensor`: uniform in
+/// [-1, 1) for floats, small integers in [-8, 8) for integers.
+double generateFor(const TensorSpec &t, uint64_t seed, uint64_t tensor,
+                   uint64_t index) {
+  double v = generate(seed, tensor, index);
+  return t.dtype[0] == 'i' ? std::floor(v * 8) : v;
+}
+
+void storeValue(const TensorSpec &t, char *base, int64_t i, double v) {
+  if (t.dtype == "f32")
+    ((float *)base)[i] = (float)v;
+  else if (t.dtype == "f64")
+    ((double *)base)[i] = v;
+  else if (t.dtype == "i32")
+    ((int32_t *)base)[i] = (int32_t)std::llround(v);
+  else
+    ((int64_t *)base)[i] = (int64_t)std::llround(v);
+}
+
+double loadValue(const TensorSpec &t, const char *base, int64_t i) {
+  if (t.dtype == "f32")
+    return ((const float *)base)[i];
+  if (t.dtype == "f64")
+    return ((const double *)base)[i];
+  if (t.dtype == "i32")
+    return ((const int32_t *)base)[i];
+  return (double)((const int64_t *)base)[i];
+}
+
+std::string npyDescr(const std::string &dtype) {
+  if (dtype == "f32")
+    return "<f4";
+  if (dtype == "f64")
+    return "<f8";
+  if (dtype == "i32")
+    return "<i4";
+  return "<i8";
+}
+
+void writeNpy(const std::string &path, const TensorSpec &t, const char *data) {
+  std::string shape;
+  for (int64_t d : t.global)
+    shape += std::to_string(d) + ", ";
+  if (t.global.size() > 1)
+    shape.resize(shape.size() - 1);
+  std::string header = "{'descr': '" + npyDescr(t.dtype) +
+                       "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  size_t total = 10 + header.size() + 1;
+  header += std::string((64 - total % 64) % 64, ' ') + "\n";
+  FILE *f = fopen(path.c_str(), "wb");
+  if (!f)
+    fail("cannot write '" + path + "': " + strerror(errno));
+  const char magic[] = "\x93NUMPY\x01\x00";
+  fwrite(magic, 1, 8, f);
+  uint16_t len = header.size();
+  fwrite(&len, 2, 1, f);
+  fwrite(header.data(), 1, header.size(), f);
+  fwrite(data, t.elementSize(), t.globalCount(), f);
+  fclose(f);
+}
+
+/// Reads a .npy file holding exactly `t`'s global tensor.
+std::vector<char> readNpy(const std::string &path, const TensorSpec &t,
+                          const std::string &name) {
+  FILE *f = fopen(path.c_str(), "rb");
+  if (!f)
+    fail("cannot open input '" + name + "' file '" + path + "': " +
+         strerror(errno));
+  char magic[8];
+  uint16_t len = 0;
+  if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "\x93NUMPY", 6) != 0 ||
+      fread(&len, 2, 1, f) != 1) {
+    fclose(f);
+    fail("input '" + name + "': '" + path + "' is not a .npy file");
+  }
+  std::string header(len, '\0');
+  if (fread(header.data(), 1, len, f) != len) {
+    fclose(f);
+    fail("input '" + name + "': truncated header in '" + path + "'");
+  }
+  std::string expect = npyDescr(t.dtype);
+  if (header.find("'" + expect + "'") == std::string::npos) {
+    fclose(f);
+    fail("input '" + name + "': '" + path + "' does not hold " + t.dtype +
+         " (" + expect + ") data: " + header);
+  }
+  if (header.find("'fortran_order': True") != std::string::npos) {
+    fclose(f);
+    fail("input '" + name + "': Fortran-ordered arrays are not supported");
+  }
+  size_t open = header.find("'shape': (");
+  size_t close = header.find(')', open);
+  std::vector<int64_t> shape;
+  if (open != std::string::npos && close != std::string::npos) {
+    std::string s = header.substr(open + 10, close - open - 10);
+    for (size_t p = 0; p < s.size();) {
+      while (p < s.size() && (s[p] == ' ' || s[p] == ','))
+        ++p;
+      if (p >= s.size())
+        break;
+      shape.push_back(strtoll(s.c_str() + p, nullptr, 10));
+      while (p < s.size() && s[p] != ',')
+        ++p;
+    }
+  }
+  if (shape != t.global) {
+    std::string want, got;
+    for (int64_t d : t.global)
+      want += std::to_string(d) + "x";
+    for (int64_t d : shape)
+      got += std::to_string(d) + "x";
+    fclose(f);
+    fail("input '" + name + "': '" + path + "' has shape " + got +
+         " but the program expects " + want);
+  }
+  std::vector<char> data(t.globalCount() * t.elementSize());
+  if (fread(data.data(), 1, data.size(), f) != data.size()) {
+    fclose(f);
+    fail("input '" + name + "': '" + path + "' is shorter than its shape");
+  }
+  fclose(f);
+  return data;
+}
+
+//===----------------------------------------------------------------------===//
+// Calling a compiled entry point
+//===----------------------------------------------------------------------===//
+
+/// A memref descriptor: {alloc, aligned, offset, sizes[r], strides[r]}.
+std::vector<int64_t> descriptor(void *data, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> d;
+  d.push_back((int64_t)(intptr_t)data);
+  d.push_back((int64_t)(intptr_t)data);
+  d.push_back(0);
+  for (int64_t s : shape)
+    d.push_back(s);
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  for (int64_t s : strides)
+    d.push_back(s);
+  return d;
+}
+
+struct Program {
+  void *handle = nullptr;
+  void (*entry)(void **) = nullptr;
+};
+
+Program loadProgram(const std::string &so, const std::string &name) {
+  Program p;
+  p.handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!p.handle)
+    fail("cannot load program '" + so + "': " + dlerror());
+  std::string sym = "par_packed_" + name;
+  p.entry = (void (*)(void **))dlsym(p.handle, sym.c_str());
+  if (!p.entry)
+    fail("program '" + so + "' has no entry point '" + sym + "'");
+  return p;
+}
+
+/// Runs `p` on local inputs; returns one malloc'ed buffer per output (the
+/// caller frees them).
+std::vector<char *> call(const Program &p, const FunctionSpec &f,
+                         std::vector<std::vector<char>> &inputs,
+                         bool useLocal) {
+  std::vector<std::vector<int64_t>> argDescs;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    argDescs.push_back(descriptor(inputs[i].data(), useLocal
+                                                        ? f.inputs[i].local
+                                                        : f.inputs[i].global));
+  size_t resultWords = 0;
+  for (const TensorSpec &t : f.outputs)
+    resultWords += 3 + 2 * t.global.size();
+  std::vector<int64_t> results(resultWords + 1, 0);
+  std::vector<void *> argv;
+  if (!f.outputs.empty())
+    argv.push_back(results.data());
+  for (auto &d : argDescs)
+    argv.push_back(d.data());
+  p.entry(argv.data());
+  std::vector<char *> outs;
+  std::set<intptr_t> inputPtrs;
+  for (auto &in : inputs)
+    inputPtrs.insert((intptr_t)in.data());
+  size_t w = 0;
+  for (const TensorSpec &t : f.outputs) {
+    char *alloc = (char *)(intptr_t)results[w];
+    char *aligned = (char *)(intptr_t)results[w + 1];
+    int64_t offset = results[w + 2];
+    const std::vector<int64_t> &shape = useLocal ? t.local : t.global;
+    int64_t count = 1;
+    for (int64_t s : shape)
+      count *= s;
+    // Copy out: the buffer may alias an input or another output.
+    char *copy = (char *)malloc(std::max<int64_t>(1, count * t.elementSize()));
+    memcpy(copy, aligned + offset * t.elementSize(), count * t.elementSize());
+    outs.push_back(copy);
+    if (!inputPtrs.count((intptr_t)aligned) &&
+        !inputPtrs.count((intptr_t)alloc)) {
+      inputPtrs.insert((intptr_t)aligned);
+      inputPtrs.insert((intptr_t)alloc);
+      free(alloc);
+    }
+    w += 3 + 2 * t.global.size();
+  }
+  return outs;
+}
+
+//===----------------------------------------------------------------------===//
+// Launching
+//===----------------------------------------------------------------------===//
+
+bool insideMPIJob() {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
+         getenv("PMIX_RANK") || getenv("SLURM_PROCID") ||
+         getenv("PAR_RUN_WORKER");
+}
+
+int launch(const Options &o, int argc, char **argv) {
+  std::string self = "/proc/self/exe";
+  char buf[4096];
+  ssize_t n = readlink(self.c_str(), buf, sizeof(buf) - 1);
+  if (n > 0) {
+    buf[n] = 0;
+    self = buf;
+  }
+  std::vector<std::string> args = {"mpirun", "-n", std::to_string(o.ranks),
+                                   "--oversubscribe"};
+  if (geteuid() == 0) {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+  // A rank that fails takes the job down (OpenMPI's default); keep it quick.
+  setenv("OMPI_MCA_orte_abort_on_non_zero_status", "1", 0);
+  setenv("PAR_RUN_WORKER", "1", 1);
+  args.push_back("-x");
+  args.push_back("PAR_RUN_WORKER");
+  args.push_back(self);
+  for (int i = 1; i < argc; ++i)
+    args.push_back(argv[i]);
+  std::vector<char *> cargs;
+  for (std::string &a : args)
+    cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  fflush(stdout);
+  execvp("mpirun", cargs.data());
+  fail(std::string("cannot start mpirun: ") + strerror(errno) +
+       " (install openmpi-bin)");
+}
+
+void check(par_status_t s, par_rt_context_t *ctx, const std::string &what) {
+  if (s != PAR_OK)
+    fail(what + ": " + (ctx ? par_rt_context_last_error(ctx) : "failed"));
+}
+
+double tolerance(const std::string &dtype) {
+  if (dtype == "f64")
+    return 1e-12;
+  if (dtype == "f32")
+    return 1e-5;
+  return 0; // integers: exact
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o = parseArgs(argc, argv);
+  struct stat st;
+  if (stat(o.artifact.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail("cannot open artifact directory '" + o.artifact + "'");
+  FunctionSpec f = loadManifest(o.artifact + "/sharded.json", o.entry);
+  int64_t devices = f.devices();
+  if (!insideMPIJob()) {
+    if (o.ranks != devices)
+      fail("-n " + std::to_string(o.ranks) + " does not match the mesh of '" +
+           f.name + "', which has " + std::to_string(devices) + " devices");
+    for (auto &[name, path] : o.inputs)
+      if (access(path.c_str(), R_OK) != 0)
+        fail("cannot open input '" + name + "' file '" + path + "'");
+    return launch(o, argc, argv);
+  }
+
+  par_rt_options_t ropts;
+  par_rt_options_initialize(&ropts);
+  ropts.backend = o.backend == "cuda" ? PAR_BACKEND_CUDA : PAR_BACKEND_CPU;
+  par_rt_context_t *ctx = nullptr;
+  check(par_rt_context_create(&ropts, &argc, &argv, &ctx), ctx,
+        "cannot start the " + o.backend + " backend");
+  int64_t rank = par_rt_context_rank(ctx);
+  int64_t world = par_rt_context_world_size(ctx);
+  if (world != o.ranks)
+    fail("started with " + std::to_string(world) + " ranks but -n " +
+         std::to_string(o.ranks));
+  check(par_rt_context_set_mesh(ctx, f.axisSizes.size(), f.axisSizes.data()),
+        ctx, "mesh of '" + f.name + "'");
+  std::vector<int64_t> coords = coordsOf(f, rank);
+
+  // Inputs: local blocks of the global values.
+  std::map<size_t, std::vector<char>> given;
+  for (auto &[name, path] : o.inputs) {
+    size_t k = 0;
+    if (name.rfind("arg", 0) != 0 ||
+        (k = strtoul(name.c_str() + 3, nullptr, 10)) >= f.inputs.size())
+      fail("unknown input '" + name + "' (the program has arg0..arg" +
+           std::to_string(f.inputs.size() - 1) + ")");
+    given[k] = readNpy(path, f.inputs[k], name);
+  }
+  std::vector<std::vector<char>> locals;
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    const TensorSpec &t = f.inputs[i];
+    std::vector<char> buf(std::max<int64_t>(1, t.localCount() * t.elementSize()));
+    // A partial input: one device per partial group holds the value.
+    bool holder = true;
+    for (const std::string &a : t.partial)
+      holder &= coords[f.axisIndex(a)] == 0;
+    auto it = given.find(i);
+    forEachElement(t, blockOffset(f, t, coords), [&](int64_t l, int64_t g) {
+      double v = it != given.end() ? loadValue(t, it->second.data(), g)
+                                   : generateFor(t, o.seed, i, g);
+      storeValue(t, buf.data(), l, holder ? v : 0.0);
+    });
+    locals.push_back(std::move(buf));
+  }
+
+  Program prog = loadProgram(o.artifact + "/sharded.so", f.name);
+  check(par_rt_barrier(ctx), ctx, "barrier");
+  par_rt_context_reset_stats(ctx);
+  double t0 = par_rt_now_seconds();
+  std::vector<char *> outs = call(prog, f, locals, /*useLocal=*/true);
+  double elapsed = par_rt_now_seconds() - t0;
+  par_rt_stats_t stats;
+  par_rt_context_stats(ctx, &stats);
+
+  // Per-rank report.
+  double mine[3] = {elapsed, stats.bytes_sent, (double)stats.collectives};
+  std::vector<double> all(3 * world);
+  check(par_rt_gather_world(ctx, mine, sizeof(mine), all.data()), ctx,
+        "gathering statistics");
+  if (rank == 0) {
+    printf("par-run: %s on %lld ranks (mesh", f.name.c_str(), (long long)world);
+    for (size_t a = 0; a < f.axisNames.size(); ++a)
+      printf(" %s=%lld", f.axisNames[a].c_str(), (long long)f.axisSizes[a]);
+    printf(")\n");
+    for (int64_t r = 0; r < world; ++r)
+      printf("  rank %lld: %.6f s, %.0f bytes sent in %.0f collectives\n",
+             (long long)r, all[3 * r], all[3 * r + 1], all[3 * r + 2]);
+  }
+
+  // Gather outputs to rank 0 and assemble the global tensors.
+  std::vector<std::vector<char>> globals;
+  for (size_t k = 0; k < f.outputs.size(); ++k) {
+    const TensorSpec &t = f.outputs[k];
+    int64_t bytes = t.localCount() * t.elementSize();
+    std::vector<char> gathered(rank == 0 ? bytes * world : 1);
+    check(par_rt_gather_world(ctx, outs[k], bytes, gathered.data()), ctx,
+          "gathering result" + std::to_string(k));
+    if (rank != 0)
+      continue;
+    std::vector<double> acc(t.globalCount(), 0.0);
+    std::vector<bool> seen(t.globalCount(), false);
+    for (int64_t r = 0; r < world; ++r) {
+      std::vector<int64_t> c = coordsOf(f, r);
+      // Axes neither splitting a dim nor partial replicate: take one copy.
+      bool contributes = true;
+      for (size_t a = 0; a < f.axisNames.size(); ++a) {
+        bool used = std::find(t.partial.begin(), t.partial.end(),
+                              f.axisNames[a]) != t.partial.end();
+        for (auto &dim : t.dims)
+          used |= std::find(dim.begin(), dim.end(), f.axisNames[a]) != dim.end();
+        if (!used && c[a] != 0)
+          contributes = false;
+      }
+      if (!contributes)
+        continue;
+      const char *block = gathered.data() + r * bytes;
+      forEachElement(t, blockOffset(f, t, c), [&](int64_t l, int64_t g) {
+        double v = loadValue(t, block, l);
+        if (!seen[g])
+          acc[g] = v;
+        else if (t.partialKind == "max")
+          acc[g] = std::max(acc[g], v);
+        else if (t.partialKind == "min")
+          acc[g] = std::min(acc[g], v);
+        else
+          acc[g] += v;
+        seen[g] = true;
+      });
+    }
+    std::vector<char> g(std::max<int64_t>(1, t.globalCount() * t.elementSize()));
+    for (int64_t i = 0; i < t.globalCount(); ++i)
+      storeValue(t, g.data(), i, acc[i]);
+    globals.push_back(std::move(g));
+  }
+  for (char *p : outs)
+    free(p);
+
+  int status = 0;
+  if (rank == 0) {
+    if (!o.outputDir.empty()) {
+      mkdir(o.outputDir.c_str(), 0755);
+      for (size_t k = 0; k < globals.size(); ++k) {
+        std::string path = o.outputDir + "/result" + std::to_string(k) + ".npy";
+        writeNpy(path, f.outputs[k], globals[k].data());
+        printf("  wrote %s\n", path.c_str());
+      }
+    }
+    if (o.verify) {
+      FunctionSpec ref = loadManifest(o.artifact + "/reference.json", f.name);
+      if (ref.inputs.size() != f.inputs.size() ||
+          ref.outputs.size() != f.outputs.size())
+        fail("reference and sharded programs have different signatures");
+      std::vector<std::vector<char>> refIn;
+      for (size_t i = 0; i < ref.inputs.size(); ++i) {
+        const TensorSpec &t = ref.inputs[i];
+        std::vector<char> buf(std::max<int64_t>(1, t.globalCount() * t.elementSize()));
+        auto it = given.find(i);
+        for (int64_t g = 0; g < t.globalCount(); ++g)
+          storeValue(t, buf.data(), g,
+                     it != given.end() ? loadValue(t, it->second.data(), g)
+                                       : generateFor(t, o.seed, i, g));
+        refIn.push_back(std::move(buf));
+      }
+      Program refProg = loadProgram(o.artifact + "/reference.so", ref.name);
+      std::vector<char *> refOut = call(refProg, ref, refIn, /*useLocal=*/false);
+      printf("par-run: verify against the unsharded program (1 rank)\n");
+      for (size_t k = 0; k < ref.outputs.size(); ++k) {
+        const TensorSpec &t = ref.outputs[k];
+        double maxAbs = 0, maxRef = 0;
+        for (int64_t i = 0; i < t.globalCount(); ++i) {
+          double a = loadValue(t, globals[k].data(), i);
+          double b = loadValue(t, refOut[k], i);
+          if (std::isnan(a) != std::isnan(b))
+            maxAbs = INFINITY;
+          else if (!std::isnan(a))
+            maxAbs = std::max(maxAbs, std::fabs(a - b));
+          maxRef = std::max(maxRef, std::fabs(b));
+        }
+        double rel = maxRef > 0 ? maxAbs / maxRef : maxAbs;
+        double tol = tolerance(t.dtype);
+        bool ok = rel <= tol;
+        printf("  result%zu %s: max abs error %.3g, max rel error %.3g "
+               "(tolerance %.0e rel) %s\n",
+               k, t.dtype.c_str(), maxAbs, rel, tol, ok ? "OK" : "MISMATCH");
+        if (!ok)
+          status = 1;
+        free(refOut[k]);
+      }
+    }
+  }
+  fflush(stdout);
+  par_rt_barrier(ctx);
+  par_rt_context_destroy(ctx);
+  return status;
+}
