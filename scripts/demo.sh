@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh par-opt
+bash scripts/build.sh
 echo "== par-opt examples/transformer_block_dp2_tp4.mlir --par-spmd=report=true"
 build/bin/par-opt examples/transformer_block_dp2_tp4.mlir --par-spmd=report=true

@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh par-opt
+bash scripts/build.sh
 exec /usr/lib/llvm-22/bin/lit -sv build/test

@@ -59,8 +59,11 @@ def build(par_opt, model, out, stem, pre_flags, lib_dir, keep):
     run([os.path.join(LLVM_BIN, "llc"), "-O3", "-relocation-model=pic",
          "-filetype=obj", ll, "-o", obj])
     cxx = os.environ.get("CXX", "c++")
+    # memrefCopy (strided copies) lives in MLIR's C runner utils.
+    mlir_lib = os.path.join(os.path.dirname(LLVM_BIN), "lib")
     run([cxx, "-shared", "-o", so, obj, f"-L{lib_dir}", "-lpar_runtime",
-         f"-Wl,-rpath,{lib_dir}", "-lm"])
+         f"-Wl,-rpath,{lib_dir}", f"-L{mlir_lib}", "-lmlir_c_runner_utils",
+         f"-Wl,-rpath,{mlir_lib}", "-lm"])
     if not keep:
         for f in (llvm_mlir, ll, obj):
             os.unlink(f)

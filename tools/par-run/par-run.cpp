@@ -369,7 +369,10 @@ void writeNpy(const std::string &path, const TensorSpec &t, const char *data) {
   std::string shape;
   for (int64_t d : t.global)
     shape += std::to_string(d) + ", ";
+  // numpy's tuples: "(8,)" for one dim, "(8, 16)" for more, "()" for none.
   if (t.global.size() > 1)
+    shape.resize(shape.size() - 2);
+  else if (t.global.size() == 1)
     shape.resize(shape.size() - 1);
   std::string header = "{'descr': '" + npyDescr(t.dtype) +
                        "', 'fortran_order': False, 'shape': (" + shape + "), }";
@@ -564,6 +567,10 @@ int launch(const Options &o, int argc, char **argv) {
   setenv("PAR_RUN_WORKER", "1", 1);
   args.push_back("-x");
   args.push_back("PAR_RUN_WORKER");
+  if (getenv("PAR_RUN_INJECT_CRASH")) {
+    args.push_back("-x");
+    args.push_back("PAR_RUN_INJECT_CRASH");
+  }
   args.push_back(self);
   for (int i = 1; i < argc; ++i)
     args.push_back(argv[i]);
@@ -579,7 +586,7 @@ int launch(const Options &o, int argc, char **argv) {
 
 void check(par_status_t s, par_rt_context_t *ctx, const std::string &what) {
   if (s != PAR_OK)
-    fail(what + ": " + (ctx ? par_rt_context_last_error(ctx) : "failed"));
+    fail(what + ": " + par_rt_context_last_error(ctx));
 }
 
 double tolerance(const std::string &dtype) {
@@ -642,16 +649,32 @@ int main(int argc, char **argv) {
     bool holder = true;
     for (const std::string &a : t.partial)
       holder &= coords[f.axisIndex(a)] == 0;
+    // The others hold the reduction's neutral value.
+    double neutral = t.partialKind == "max"   ? -INFINITY
+                     : t.partialKind == "min" ? INFINITY
+                                              : 0.0;
+    if (t.dtype[0] == 'i' && std::isinf(neutral))
+      neutral = neutral < 0 ? (t.dtype == "i32" ? INT32_MIN : (double)INT64_MIN)
+                            : (t.dtype == "i32" ? INT32_MAX : (double)INT64_MAX);
     auto it = given.find(i);
     forEachElement(t, blockOffset(f, t, coords), [&](int64_t l, int64_t g) {
       double v = it != given.end() ? loadValue(t, it->second.data(), g)
                                    : generateFor(t, o.seed, i, g);
-      storeValue(t, buf.data(), l, holder ? v : 0.0);
+      storeValue(t, buf.data(), l, holder ? v : neutral);
     });
     locals.push_back(std::move(buf));
   }
 
   Program prog = loadProgram(o.artifact + "/sharded.so", f.name);
+  // Fault injection for tests of the failure path: the named rank crashes
+  // just before the program runs, while the others wait in its collectives.
+  if (const char *inject = getenv("PAR_RUN_INJECT_CRASH"))
+    if (strtoll(inject, nullptr, 10) == rank) {
+      fprintf(stderr, "par-run: rank %lld: crashing on purpose "
+                      "(PAR_RUN_INJECT_CRASH)\n", (long long)rank);
+      fflush(stderr);
+      abort();
+    }
   check(par_rt_barrier(ctx), ctx, "barrier");
   par_rt_context_reset_stats(ctx);
   double t0 = par_rt_now_seconds();
