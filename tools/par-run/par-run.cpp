@@ -57,13 +57,16 @@ struct Options {
   std::string outputDir;
   std::string entry;
   bool verify = false;
+  int64_t repeat = 1;
 };
 
 void usage() {
   fprintf(stderr,
           "usage: par-run -n N ARTIFACT_DIR [--backend cpu|cuda] "
           "[--input argK=FILE.npy ...] [--seed S] [--output DIR] [--verify] "
-          "[--entry NAME]\n");
+          "[--entry NAME] [--repeat K]\n"
+          "  --repeat K  run the program K times (after one warm-up run when "
+          "K > 1)\n             and report the best and median time\n");
 }
 
 Options parseArgs(int argc, char **argv) {
@@ -97,6 +100,12 @@ Options parseArgs(int argc, char **argv) {
       o.outputDir = next();
     } else if (a == "--entry") {
       o.entry = next();
+    } else if (a == "--repeat") {
+      std::string v = next();
+      char *end = nullptr;
+      o.repeat = strtoll(v.c_str(), &end, 10);
+      if (*end || o.repeat <= 0)
+        fail("--repeat needs a positive count, got '" + v + "'");
     } else if (a == "--verify") {
       o.verify = true;
     } else if (a == "-h" || a == "--help") {
@@ -675,17 +684,32 @@ int main(int argc, char **argv) {
       fflush(stderr);
       abort();
     }
-  check(par_rt_barrier(ctx), ctx, "barrier");
-  par_rt_context_reset_stats(ctx);
-  double t0 = par_rt_now_seconds();
-  std::vector<char *> outs = call(prog, f, locals, /*useLocal=*/true);
-  double elapsed = par_rt_now_seconds() - t0;
+  // With --repeat, one untimed warm-up run, then K timed runs; statistics
+  // are those of the last run.
+  std::vector<char *> outs;
+  std::vector<double> times;
   par_rt_stats_t stats;
-  par_rt_context_stats(ctx, &stats);
+  for (int64_t it = 0; it < o.repeat + (o.repeat > 1 ? 1 : 0); ++it) {
+    for (char *p : outs)
+      free(p);
+    check(par_rt_barrier(ctx), ctx, "barrier");
+    par_rt_context_reset_stats(ctx);
+    double t0 = par_rt_now_seconds();
+    outs = call(prog, f, locals, /*useLocal=*/true);
+    double t = par_rt_now_seconds() - t0;
+    par_rt_context_stats(ctx, &stats);
+    if (o.repeat == 1 || it > 0)
+      times.push_back(t);
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  double elapsed = sorted.front();
+  double median = sorted[sorted.size() / 2];
 
   // Per-rank report.
-  double mine[3] = {elapsed, stats.bytes_sent, (double)stats.collectives};
-  std::vector<double> all(3 * world);
+  double mine[4] = {elapsed, stats.bytes_sent, (double)stats.collectives,
+                    median};
+  std::vector<double> all(4 * world);
   check(par_rt_gather_world(ctx, mine, sizeof(mine), all.data()), ctx,
         "gathering statistics");
   if (rank == 0) {
@@ -693,9 +717,14 @@ int main(int argc, char **argv) {
     for (size_t a = 0; a < f.axisNames.size(); ++a)
       printf(" %s=%lld", f.axisNames[a].c_str(), (long long)f.axisSizes[a]);
     printf(")\n");
-    for (int64_t r = 0; r < world; ++r)
-      printf("  rank %lld: %.6f s, %.0f bytes sent in %.0f collectives\n",
-             (long long)r, all[3 * r], all[3 * r + 1], all[3 * r + 2]);
+    for (int64_t r = 0; r < world; ++r) {
+      printf("  rank %lld: %.6f s, %.0f bytes sent in %.0f collectives",
+             (long long)r, all[4 * r], all[4 * r + 1], all[4 * r + 2]);
+      if (o.repeat > 1)
+        printf(" (best of %lld; median %.6f s)", (long long)o.repeat,
+               all[4 * r + 3]);
+      printf("\n");
+    }
   }
 
   // Gather outputs to rank 0 and assemble the global tensors.

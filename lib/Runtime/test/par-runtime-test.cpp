@@ -736,7 +736,7 @@ private:
     int64_t code = axesCode(all);
     double n = double(mesh.groupSize(all)), ring = (n - 1) / n;
     par_rt_context_reset_stats(gContext);
-    Buffer in(input(mesh.rank, 64, 1, PAR_F32));
+    Buffer in(input(mesh.rank, 64 * int64_t(n), 1, PAR_F32));
     Buffer out(garbage(64 * int64_t(n), PAR_F32));
     double want = 0;
     int64_t calls = 0;
