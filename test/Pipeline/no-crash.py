@@ -33,7 +33,8 @@ def main():
         for i, chunk in enumerate(chunks(path)):
             with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as tmp:
                 tmp.write(chunk)
-            for flags in (["--par-spmd=report=true"], ["--par-test-sharding-rules"]):
+            for flags in (["--par-spmd=report=true"], ["--par-test-sharding-rules"],
+                          ["--par-spmd", "--par-lower-cpu"]):
                 runs += 1
                 try:
                     proc = subprocess.run(
