@@ -631,6 +631,9 @@ int main(int argc, char **argv) {
   par_rt_context_t *ctx = nullptr;
   check(par_rt_context_create(&ropts, &argc, &argv, &ctx), ctx,
         "cannot start the " + o.backend + " backend");
+  if (ropts.backend == PAR_BACKEND_CUDA)
+    fail("the artifact holds CPU code (par-compile has no GPU target yet); "
+         "the CUDA backend started, but run this artifact with --backend cpu");
   int64_t rank = par_rt_context_rank(ctx);
   int64_t world = par_rt_context_world_size(ctx);
   if (world != o.ranks)

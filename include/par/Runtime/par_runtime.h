@@ -22,6 +22,15 @@
  * byte k holds (axis index + 1) of the k-th listed axis, 0 ends the list (at
  * most 8 axes). Communicators are created once per axes code and cached.
  *
+ * Communicators are created collectively the first time an axes code is
+ * used: every process of the world must reach that collective (SPMD
+ * programs do).
+ *
+ * Element types: i1 is one byte holding 0 or 1 (sum and max are "or", min
+ * is "and"; avg is rejected). MPI tags must lie in [0, MPI_TAG_UB]; the
+ * CUDA backend (NCCL) matches sends and receives in call order instead.
+ * Send/recv coordinates hold at most 4 axes.
+ *
  * Thread safety: none. One context per process, used from one thread.
  *===----------------------------------------------------------------------===*/
 
@@ -78,7 +87,8 @@ par_status_t par_rt_context_create(const par_rt_options_t *options, int *argc,
 /* Finalizes the backend and MPI. NULL is allowed. */
 void par_rt_context_destroy(par_rt_context_t *context);
 
-/* The last error's message, valid until the next call on `context`. */
+/* The last error's message, valid until the next call on `context`. With
+ * NULL: why the last par_rt_context_create failed ("" after a success). */
 const char *par_rt_context_last_error(const par_rt_context_t *context);
 
 /* Declares the mesh. Fails with PAR_ERR_INVALID_ARGUMENT if the number of
@@ -105,8 +115,9 @@ void par_rt_context_reset_stats(par_rt_context_t *context);
 par_status_t par_rt_barrier(par_rt_context_t *context);
 double par_rt_now_seconds(void);
 
-/* Host-side collectives par-run uses to scatter inputs and gather outputs:
- * rank 0 holds `global` (count * dtype bytes); every rank has `local`. */
+/* Host-side helpers par-run uses (over the world communicator, sizes in
+ * bytes): broadcast `bytes` from `root` to all; gather `bytes` from every
+ * rank into `gathered_on_root` (world_size * bytes, rank 0 only). */
 par_status_t par_rt_broadcast_world(par_rt_context_t *context, void *buffer,
                                     int64_t bytes, int64_t root);
 par_status_t par_rt_gather_world(par_rt_context_t *context, const void *local,
