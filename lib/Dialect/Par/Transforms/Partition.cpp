@@ -470,28 +470,19 @@ LogicalResult PartitionPass::partitionFunction(FunctionOpInterface fn) {
     return failure();
 
   for (Operation *op : ops) {
-    if (auto c = dyn_cast<ShardingConstraintOp>(op)) {
+    if (isa<ShardingConstraintOp, ReshardOp>(op)) {
+      // Both become the collectives from the operand's sharding to theirs:
+      // a constraint that propagation already met becomes nothing.
+      Value input = op->getOperand(0), result = op->getResult(0);
+      auto target = op->getAttrOfType<ShardingAttr>("sharding");
       OpBuilder b(op);
       FailureOr<Value> v =
-          materialize(b, op->getLoc(), c.getInput(),
-                      globalTypes.lookup(c.getResult()),
-                      shardingOf(c.getInput()), c.getSharding(), op);
+          materialize(b, op->getLoc(), input, globalTypes.lookup(result),
+                      shardingOf(input), target, op);
       if (failed(v))
         return failure();
-      noteNewValue(*v, c.getResult(), c.getSharding());
-      c.getResult().replaceAllUsesWith(*v);
-      op->erase();
-      continue;
-    }
-    if (auto r = dyn_cast<ReshardOp>(op)) {
-      OpBuilder b(op);
-      FailureOr<Value> v = materialize(
-          b, op->getLoc(), r.getInput(), globalTypes.lookup(r.getResult()),
-          shardingOf(r.getInput()), r.getSharding(), op);
-      if (failed(v))
-        return failure();
-      noteNewValue(*v, r.getResult(), r.getSharding());
-      r.getResult().replaceAllUsesWith(*v);
+      noteNewValue(*v, result, target);
+      result.replaceAllUsesWith(*v);
       op->erase();
       continue;
     }
