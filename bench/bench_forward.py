@@ -25,7 +25,8 @@ Threads: every run of both sides gets OMP_NUM_THREADS=T, OPENBLAS_NUM_THREADS=T
 T is 1, then 2 (see --threads). par-run's mpirun would bind the rank to one
 core, which would make T=2 meaningless, so par-run runs with
 OMPI_MCA_hwloc_base_binding_policy=none (the PyTorch worker is not bound
-either).
+either). Both sides also get OMP_WAIT_POLICY=passive unless it is already
+set (libgomp's spinning barriers collapse on a shared 2-core machine).
 
 Peers: "torch" is the op-for-op translation of the generated MLIR (the
 ratio par/torch and its target, <= 1.3, refer to it); "torch-nn" is the
@@ -115,6 +116,10 @@ def thread_env(threads, base=None):
     env = dict(os.environ if base is None else base)
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = str(threads)
+    # libgomp's default active spin-wait makes a 2-thread PyTorch run 20-40x
+    # slower as soon as another process holds one of the cores (seen on this
+    # 2-core machine); par itself uses no OpenMP, so this only affects torch.
+    env.setdefault("OMP_WAIT_POLICY", "passive")
     return env
 
 
@@ -471,7 +476,8 @@ def main(argv=None):
           % (python, info.get("torch"), args.repeat,
              ", ".join(info.get("blas", [])) or "?"))
     print("threads  : OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = "
-          "torch.set_num_threads = T")
+          "torch.set_num_threads = T; OMP_WAIT_POLICY=%s"
+          % thread_env(1)["OMP_WAIT_POLICY"])
     print("rounds   : %d interleaved par/torch measurements per row, best kept"
           % args.rounds)
     print("model    : 1 pre-LN block (examples/gen_transformer.py), f32, ffn=4*dmodel")

@@ -19,7 +19,7 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.par_tools_dir, config.llvm_tools_dir]
-tools = ["par-opt", "par-compile", "par-run", "not", "count", "FileCheck"]
+tools = ["par-opt", "par-compile", "par-run", "not", "count", "FileCheck", "mlir-translate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Runtime tests (test/Runtime): MPI jobs on this machine. Open MPI refuses to

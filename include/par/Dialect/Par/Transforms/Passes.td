@@ -157,6 +157,18 @@ def DecomposeAggregatedOps : Pass<"par-decompose-aggregated-ops", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def FuseElementwise : Pass<"par-fuse-elementwise", "ModuleOp"> {
+  let summary = "Fuses chains of elementwise generics on tensors";
+  let description = [{
+    Fuses a `linalg.generic` producer into its `linalg.generic` consumer
+    when the producer has no other user, so that a chain like
+    `x * scale + bias -> tanh` runs as one loop nest. Unlike upstream's
+    `linalg-fuse-elementwise-ops` it neither moves reshapes nor touches
+    named ops, so matmuls stay matmuls and keep the BLAS path.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def MatmulToRuntime : Pass<"par-matmul-to-runtime", "ModuleOp"> {
   let summary = "Lowers buffer-level f32/f64 matmuls to the runtime's BLAS call";
   let description = [{
