@@ -52,29 +52,35 @@ struct Options {
   double target = 0.9;
 };
 
-[[noreturn]] void usage(int rank, const char *msg) {
+void printUsage(int rank, const char *msg) {
   if (rank == 0)
     fprintf(stderr,
-            "par-bench-allreduce: %s\n"
+            "%s%s"
             "usage: mpirun -n P par-bench-allreduce [--reps N] [--min-bytes B] "
             "[--max-bytes B] [--factor F] [--bytes-per-rep B] [--max-iters N]\n",
-            msg);
+            msg ? "par-bench-allreduce: " : "", msg ? msg : "");
+}
+
+[[noreturn]] void usage(int rank, const std::string &msg) {
+  printUsage(rank, (msg + "\n").c_str());
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
 }
 
-Options parse(int argc, char **argv, int rank) {
+Options parse(int argc, char **argv, int rank, bool &help) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "-h" || a == "--help")
-      usage(rank, "help");
+    if (a == "-h" || a == "--help") {
+      help = true;
+      return o;
+    }
     if (i + 1 >= argc)
-      usage(rank, ("missing value for " + a).c_str());
+      usage(rank, "missing value for " + a);
     char *end = nullptr;
     long long v = strtoll(argv[++i], &end, 10);
     if (*end || v <= 0)
-      usage(rank, ("bad value for " + a).c_str());
+      usage(rank, "bad value for " + a);
     if (a == "--reps")
       o.reps = int(v);
     else if (a == "--min-bytes")
@@ -88,7 +94,7 @@ Options parse(int argc, char **argv, int rank) {
     else if (a == "--max-iters")
       o.maxIters = v;
     else
-      usage(rank, ("unknown option " + a).c_str());
+      usage(rank, "unknown option " + a);
   }
   if (o.factor < 2 || o.minBytes < 4 || o.maxBytes < o.minBytes)
     usage(rank, "need --factor >= 2 and 4 <= --min-bytes <= --max-bytes");
@@ -122,7 +128,13 @@ int main(int argc, char **argv) {
   int rank = 0, world = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  Options o = parse(argc, argv, rank);
+  bool help = false;
+  Options o = parse(argc, argv, rank, help);
+  if (help) {
+    printUsage(rank, nullptr);
+    par_rt_context_destroy(ctx);
+    return 0;
+  }
   int64_t sizes[1] = {world};
   if (par_rt_context_set_mesh(ctx, 1, sizes) != PAR_OK) {
     fprintf(stderr, "par-bench-allreduce: set_mesh: %s\n",

@@ -56,8 +56,12 @@ def build(par_opt, model, out, stem, pre_flags, lib_dir, keep):
          "--par-lower-cpu", "-o", llvm_mlir])
     run([os.path.join(LLVM_BIN, "mlir-translate"), "--mlir-to-llvmir",
          llvm_mlir, "-o", ll])
-    run([os.path.join(LLVM_BIN, "llc"), "-O3", "-relocation-model=pic",
-         "-filetype=obj", ll, "-o", obj])
+    # LLVM's optimiser (vectorisation, LICM, ...) before code generation,
+    # for the machine par-run will run on.
+    opt_ll = ll + ".opt.ll"
+    run([os.path.join(LLVM_BIN, "opt"), "-O3", ll, "-S", "-o", opt_ll])
+    run([os.path.join(LLVM_BIN, "llc"), "-O3", "-mcpu=native",
+         "-relocation-model=pic", "-filetype=obj", opt_ll, "-o", obj])
     cxx = os.environ.get("CXX", "c++")
     # memrefCopy (strided copies) lives in MLIR's C runner utils.
     mlir_lib = os.path.join(os.path.dirname(LLVM_BIN), "lib")
@@ -65,7 +69,7 @@ def build(par_opt, model, out, stem, pre_flags, lib_dir, keep):
          f"-Wl,-rpath,{lib_dir}", f"-L{mlir_lib}", "-lmlir_c_runner_utils",
          f"-Wl,-rpath,{mlir_lib}", "-lm"])
     if not keep:
-        for f in (llvm_mlir, ll, obj):
+        for f in (llvm_mlir, ll, opt_ll, obj):
             os.unlink(f)
 
 

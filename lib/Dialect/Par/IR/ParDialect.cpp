@@ -327,6 +327,11 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
                                                    NamedAttribute attr) {
   if (attr.getName() == kGlobalTypeAttrName)
     return verifyGlobalType(op, attr);
+  if (attr.getName() == kParamAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("'par.param' is a unit attribute");
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute " << attr.getName()
                            << " on a region argument";
@@ -345,6 +350,11 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() == kGlobalTypeAttrName)
     return verifyGlobalType(op, attr);
+  if (attr.getName() == kParamAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("'par.param' is a unit attribute");
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute " << attr.getName()
                            << " on a function result";

@@ -22,11 +22,15 @@ struct FuseElementwisePass
     RewritePatternSet patterns(&getContext());
     // Only generic-into-generic, and only when the producer's value is not
     // needed elsewhere (otherwise fusion duplicates its work).
+    // Each producer element must be computed once: the consumer must read
+    // the fused operand through a permutation of all its loops (no extra
+    // loops, e.g. a contraction, that would recompute it).
     linalg::ControlFusionFn control = [](OpOperand *fused) {
-      Operation *producer = fused->get().getDefiningOp();
-      return producer && isa<linalg::GenericOp>(producer) &&
-             isa<linalg::GenericOp>(fused->getOwner()) &&
-             producer->hasOneUse();
+      auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
+      auto consumer = dyn_cast<linalg::GenericOp>(fused->getOwner());
+      if (!producer || !consumer || !producer->hasOneUse())
+        return false;
+      return consumer.getMatchingIndexingMap(fused).isPermutation();
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

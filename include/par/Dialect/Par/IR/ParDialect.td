@@ -40,6 +40,8 @@ def Par_Dialect : Dialect {
     /// results: the global (unsharded) type of the value.
     static constexpr ::llvm::StringLiteral kGlobalTypeAttrName =
         "par.global_type";
+    /// Marks a function argument as a trainable parameter (par-autodiff).
+    static constexpr ::llvm::StringLiteral kParamAttrName = "par.param";
   }];
 }
 

@@ -5,6 +5,40 @@
 
 include "mlir/Pass/PassBase.td"
 
+def Autodiff : Pass<"par-autodiff", "ModuleOp"> {
+  let summary = "Reverse-mode differentiation of a forward + loss function";
+  let description = [{
+    For every function with arguments marked `par.param`, adds
+    `<name>_grad` with the same arguments returning the loss followed by the
+    gradient of the loss with respect to each parameter (in argument order).
+    The function must return one scalar loss (`tensor<f32>`, `tensor<f64>`,
+    ...). Runs on the unsharded program, before sharding (as JAX does): the
+    backward is then sharded by the same propagation, and data-parallel
+    gradient reductions appear without special cases.
+
+    Named linalg ops and elementwise tensor ops are first expressed as
+    `linalg.generic`. The adjoint of a generic, for each input, is one
+    generic over the same loops that recomputes the body, takes its
+    forward-mode derivative with respect to that input's block argument
+    (chain rule over add, sub, mul, div, neg, exp, log, tanh, erf, sqrt,
+    rsqrt, max/min, select, casts) and accumulates `dy * d(body)/d(input)`
+    into the input's gradient, reducing over the loops the input does not
+    index (broadcasts). Reshapes, slices, inserts and concatenations get
+    their structural adjoints; softmax its closed form. An op it cannot
+    differentiate is an error naming it.
+
+    ```mlir
+    func.func @loss(%x: tensor<8x4xf32>, %w: tensor<4x2xf32> {par.param}) -> tensor<f32>
+    // => func.func @loss_grad(%x, %w) -> (tensor<f32>, tensor<4x2xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def SplitConstants : Pass<"par-split-constants", "ModuleOp"> {
   let summary = "Gives every use of a cheap tensor its own copy";
   let description = [{
@@ -161,7 +195,9 @@ def FuseElementwise : Pass<"par-fuse-elementwise", "ModuleOp"> {
   let summary = "Fuses chains of elementwise generics on tensors";
   let description = [{
     Fuses a `linalg.generic` producer into its `linalg.generic` consumer
-    when the producer has no other user, so that a chain like
+    when the producer has no other user and the consumer reads it through
+    a permutation of all its loops (so no producer element is recomputed,
+    e.g. inside a contraction), so that a chain like
     `x * scale + bias -> tanh` runs as one loop nest. Unlike upstream's
     `linalg-fuse-elementwise-ops` it neither moves reshapes nor touches
     named ops, so matmuls stay matmuls and keep the BLAS path.
