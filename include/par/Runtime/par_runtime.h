@@ -161,6 +161,14 @@ void par_rt_k_recv(int64_t out, int64_t count, int32_t dtype, int64_t axes,
 void par_rt_k_matmul(int64_t a, int64_t b, int64_t c, int64_t M, int64_t N,
                      int64_t K, int32_t dtype, int32_t accumulate);
 
+/* For each of `batch` consecutive matrices: C[M][N] = op(A) * op(B)
+ * (+ C if accumulate), where op(A) is A[M][K], or the transpose of A stored
+ * as [K][M] when trans_a; op(B) is B[K][N], or B stored as [N][K] when
+ * trans_b. f32/f64 through BLAS (CPU backend only). */
+void par_rt_k_batch_matmul(int64_t a, int64_t b, int64_t c, int64_t batch,
+                           int64_t M, int64_t N, int64_t K, int32_t trans_a,
+                           int32_t trans_b, int32_t dtype, int32_t accumulate);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -111,6 +111,11 @@ par_status_t cpuSend(par_rt_context_t &ctx, const void *in, int64_t count,
                      int32_t dtype, int64_t peer, int64_t tag);
 par_status_t cpuRecv(par_rt_context_t &ctx, void *out, int64_t count,
                      int32_t dtype, int64_t peer, int64_t tag);
+/// `batch` row-major GEMMs with optional transposes (f32/f64, BLAS).
+par_status_t cpuBatchMatmul(par_rt_context_t &ctx, const void *a,
+                            const void *b, void *c, int64_t batch, int64_t M,
+                            int64_t N, int64_t K, bool transA, bool transB,
+                            int32_t dtype, bool accumulate);
 par_status_t cpuMatmul(par_rt_context_t &ctx, const void *a, const void *b,
                        void *c, int64_t M, int64_t N, int64_t K,
                        int32_t dtype, bool accumulate);

@@ -403,3 +403,37 @@ par_status_t par::rt::cpuMatmul(par_rt_context_t &ctx, const void *a,
   hostMatmul(a, b, c, M, N, K, dtype, accumulate);
   return PAR_OK;
 }
+
+par_status_t par::rt::cpuBatchMatmul(par_rt_context_t &ctx, const void *a,
+                                     const void *b, void *c, int64_t batch,
+                                     int64_t M, int64_t N, int64_t K,
+                                     bool transA, bool transB, int32_t dtype,
+                                     bool accumulate) {
+  if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
+    return setError(ctx, PAR_ERR_INVALID_ARGUMENT,
+                    "matmul dimensions exceed BLAS's 32-bit int");
+  if (M == 0 || N == 0)
+    return PAR_OK;
+  // Leading dimensions of the stored (row-major) matrices.
+  int lda = int(std::max<int64_t>(transA ? M : K, 1));
+  int ldb = int(std::max<int64_t>(transB ? K : N, 1));
+  int ldc = int(N);
+  CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
+  for (int64_t i = 0; i < batch; ++i) {
+    if (dtype == PAR_F32) {
+      const float *ai = static_cast<const float *>(a) + i * M * K;
+      const float *bi = static_cast<const float *>(b) + i * K * N;
+      float *ci = static_cast<float *>(c) + i * M * N;
+      cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, ai,
+                  lda, bi, ldb, accumulate ? 1.0f : 0.0f, ci, ldc);
+    } else {
+      const double *ai = static_cast<const double *>(a) + i * M * K;
+      const double *bi = static_cast<const double *>(b) + i * K * N;
+      double *ci = static_cast<double *>(c) + i * M * N;
+      cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, ai,
+                  lda, bi, ldb, accumulate ? 1.0 : 0.0, ci, ldc);
+    }
+  }
+  return PAR_OK;
+}

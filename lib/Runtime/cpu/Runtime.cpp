@@ -881,3 +881,32 @@ PAR_RT_EXPORT void par_rt_k_matmul(int64_t a, int64_t b, int64_t c, int64_t M,
                            accumulate != 0);
   finish(ctx, k, st, 0, 0, /*counted=*/false);
 }
+
+PAR_RT_EXPORT void par_rt_k_batch_matmul(int64_t a, int64_t b, int64_t c,
+                                         int64_t batch, int64_t M, int64_t N,
+                                         int64_t K, int32_t transA,
+                                         int32_t transB, int32_t dtype,
+                                         int32_t accumulate) {
+  const char *k = "batch_matmul";
+  par_rt_context_t *ctxp = currentContext();
+  if (!ctxp)
+    die(k, "no current context (par_rt_context_create was not called)");
+  par_rt_context_t &ctx = *ctxp;
+  if (ctx.cuda)
+    die(k, "not available on the CUDA backend (the compiler emits it only "
+           "for CPU programs)");
+  if (dtype != PAR_F32 && dtype != PAR_F64)
+    die(k, "only f32 and f64 are supported");
+  int64_t es = checkedDtype(k, dtype);
+  checkSize(k, "batch", batch);
+  checkSize(k, "M", M);
+  checkSize(k, "N", N);
+  checkSize(k, "K", K);
+  checkBuffer(k, "a", a, mul(k, mul(k, batch, mul(k, M, K)), es));
+  checkBuffer(k, "b", b, mul(k, mul(k, batch, mul(k, K, N)), es));
+  checkBuffer(k, "c", c, mul(k, mul(k, batch, mul(k, M, N)), es));
+  par_status_t st = cpuBatchMatmul(ctx, ptr(a), ptr(b), ptr(c), batch, M, N,
+                                   K, transA != 0, transB != 0, dtype,
+                                   accumulate != 0);
+  finish(ctx, k, st, 0, 0, /*counted=*/false);
+}

@@ -210,8 +210,12 @@ def MatmulToRuntime : Pass<"par-matmul-to-runtime", "ModuleOp"> {
   let description = [{
     A `linalg.matmul` on contiguous, static f32 or f64 memrefs with the
     default indexing maps becomes `par_rt_k_matmul(a, b, c, M, N, K, dtype,
-    accumulate=1)` (OpenBLAS on the CPU backend, cuBLAS on CUDA). Other
-    matmuls are left for loop lowering.
+    accumulate=1)` (OpenBLAS on the CPU backend, cuBLAS on CUDA). A
+    `linalg.generic` that is a batch of GEMMs (body `acc + a * b`, one
+    reduction loop, leading batch loops shared by all three operands, each
+    operand's last two dims a possibly transposed matrix) becomes
+    `par_rt_k_batch_matmul` (attention's QK^T and PV, generalized matmuls).
+    Other contractions are left for loop lowering.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",
