@@ -39,6 +39,48 @@ def Autodiff : Pass<"par-autodiff", "ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
+  let summary = "Builds a train step: gradient plus optimizer update";
+  let description = [{
+    For every function `f` with `par.param` arguments and a gradient
+    function `f_grad` (from par-autodiff), adds `f_step`: it calls `f_grad`
+    and applies the update to every parameter, returning the loss, the new
+    parameters and the new optimizer state. Optimizer state is program
+    state: extra arguments after f's, one tensor of each kind per parameter,
+    so that propagation shards it exactly like its parameter.
+
+    - `sgd`: `p - lr * g`. No state.
+    - `momentum` (PyTorch's SGD with momentum, no dampening):
+      `b = mu * b + g; p = p - lr * b`. State: `b` per parameter.
+    - `adamw` (PyTorch's AdamW): `m = b1 m + (1-b1) g`,
+      `v = b2 v + (1-b2) g^2`, `p = p - lr * wd * p - lr * m_hat /
+      (sqrt(v_hat) + eps)` with bias corrections `1 - b^t`. State: `m`, `v`
+      per parameter, then the step number `t` (a scalar tensor, 1 for the
+      first step; the step returns t + 1).
+
+    ```mlir
+    func.func @loss_step(%x, %w {par.param}, ..., %m_w, %v_w, %t) -> (loss, w', m_w', v_w', t')
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, momentum or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "Momentum (momentum optimizer)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"epsilon", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.01",
+           "AdamW decoupled weight decay">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def SplitConstants : Pass<"par-split-constants", "ModuleOp"> {
   let summary = "Gives every use of a cheap tensor its own copy";
   let description = [{

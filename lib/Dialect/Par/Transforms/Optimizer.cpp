@@ -1,0 +1,205 @@
+//===- Optimizer.cpp - par-optimizer --------------------------------------===//
+//
+// A train step is a plain function: call the gradient, update each
+// parameter with one elementwise generic (parameter, gradient and state in,
+// new parameter and state out). Being elementwise over the parameter's
+// shape, the update is sharded exactly like the parameter, and so is the
+// state it carries.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Dialect/Par/Transforms/Passes.h"
+
+#define DEBUG_TYPE "par-optimizer"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_OPTIMIZER
+#include "par/Dialect/Par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+
+struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
+  using OptimizerBase::OptimizerBase;
+
+  void runOnOperation() override {
+    if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adamw") {
+      getOperation().emitError() << "unknown optimizer '" << optimizer
+                                 << "' (expected sgd, momentum or adamw)";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> todo;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        if (fn.getArgAttr(i, ParDialect::kParamAttrName)) {
+          todo.push_back(fn);
+          break;
+        }
+    for (func::FuncOp fn : todo)
+      if (failed(buildStep(fn)))
+        return signalPassFailure();
+  }
+
+  LogicalResult buildStep(func::FuncOp fn) {
+    ModuleOp module = getOperation();
+    auto grad = module.lookupSymbol<func::FuncOp>((fn.getName() + "_grad").str());
+    if (!grad)
+      return fn.emitOpError() << "has parameters but no '" << fn.getName()
+                              << "_grad' (run par-autodiff first)";
+    SmallVector<unsigned> params;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+        params.push_back(i);
+    if (grad.getNumResults() != params.size() + 1)
+      return grad.emitOpError("does not return the loss and one gradient per "
+                              "parameter");
+    MLIRContext *ctx = &getContext();
+    Location loc = fn.getLoc();
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(grad);
+
+    // Signature: f's arguments, then the state.
+    unsigned statePerParam =
+        optimizer == "sgd" ? 0 : optimizer == "momentum" ? 1 : 2;
+    SmallVector<Type> argTypes(fn.getArgumentTypes());
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (unsigned p : params)
+        argTypes.push_back(fn.getArgumentTypes()[p]);
+    Type lossType = grad.getResultTypes()[0];
+    bool adamw = optimizer == "adamw";
+    if (adamw)
+      argTypes.push_back(lossType); // the step number t
+    SmallVector<Type> resultTypes{lossType};
+    for (unsigned p : params)
+      resultTypes.push_back(fn.getArgumentTypes()[p]);
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (unsigned p : params)
+        resultTypes.push_back(fn.getArgumentTypes()[p]);
+    if (adamw)
+      resultTypes.push_back(lossType);
+
+    std::string name = (fn.getName() + "_step").str();
+    if (module.lookupSymbol(name))
+      return fn.emitOpError() << "cannot create '" << name
+                              << "': the symbol exists";
+    auto step = func::FuncOp::create(b, loc, name,
+                                     b.getFunctionType(argTypes, resultTypes));
+    // Keep the user's shardings; state arguments share their parameter's.
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (Attribute s = fn.getArgAttr(i, ParDialect::kShardingAttrName))
+        step.setArgAttr(i, ParDialect::kShardingAttrName, s);
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (auto [j, p] : llvm::enumerate(params))
+        if (Attribute s = fn.getArgAttr(p, ParDialect::kShardingAttrName))
+          step.setArgAttr(fn.getNumArguments() + k * params.size() + j,
+                          ParDialect::kShardingAttrName, s);
+    Block *body = step.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    ValueRange args = body->getArguments();
+    auto call = func::CallOp::create(
+        b, loc, grad, args.take_front(fn.getNumArguments()));
+    SmallVector<Value> results{call.getResult(0)};
+    SmallVector<Value> newState;
+    Value t = adamw ? args.back() : Value();
+
+    for (auto [j, p] : llvm::enumerate(params)) {
+      Value param = args[p];
+      Value g = call.getResult(1 + j);
+      auto type = cast<RankedTensorType>(param.getType());
+      Type elt = type.getElementType();
+      auto cst = [&](OpBuilder &nb, Location l, double v) -> Value {
+        return arith::ConstantOp::create(nb, l, elt, nb.getFloatAttr(elt, v));
+      };
+      int64_t rank = type.getRank();
+      AffineMap id = b.getMultiDimIdentityMap(rank);
+      AffineMap scalar = AffineMap::get(rank, 0, {}, ctx);
+      SmallVector<utils::IteratorType> iters(rank,
+                                             utils::IteratorType::parallel);
+      SmallVector<Value> ins{param, g};
+      SmallVector<AffineMap> maps{id, id};
+      for (unsigned k = 0; k < statePerParam; ++k) {
+        ins.push_back(args[fn.getNumArguments() + k * params.size() + j]);
+        maps.push_back(id);
+      }
+      if (adamw) {
+        ins.push_back(t);
+        maps.push_back(scalar);
+      }
+      SmallVector<Value> outs;
+      for (unsigned k = 0; k < 1 + statePerParam; ++k) {
+        outs.push_back(tensor::EmptyOp::create(b, loc, type.getShape(), elt));
+        maps.push_back(id);
+      }
+      auto update = linalg::GenericOp::create(
+          b, loc, TypeRange(SmallVector<Type>(outs.size(), type)), ins, outs,
+          maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value pv = a[0], gv = a[1];
+            Value lr = cst(nb, l, this->lr);
+            if (optimizer == "sgd") {
+              Value d = arith::MulFOp::create(nb, l, lr, gv);
+              linalg::YieldOp::create(
+                  nb, l, ValueRange{arith::SubFOp::create(nb, l, pv, d)});
+              return;
+            }
+            if (optimizer == "momentum") {
+              Value buf = arith::AddFOp::create(
+                  nb, l, arith::MulFOp::create(nb, l, cst(nb, l, momentum), a[2]),
+                  gv);
+              Value np = arith::SubFOp::create(
+                  nb, l, pv, arith::MulFOp::create(nb, l, lr, buf));
+              linalg::YieldOp::create(nb, l, ValueRange{np, buf});
+              return;
+            }
+            // AdamW.
+            Value m = a[2], v = a[3], tv = a[4];
+            Value one = cst(nb, l, 1.0);
+            Value b1 = cst(nb, l, beta1), b2 = cst(nb, l, beta2);
+            Value nm = arith::AddFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, b1, m),
+                arith::MulFOp::create(nb, l, cst(nb, l, 1.0 - beta1), gv));
+            Value nv = arith::AddFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, b2, v),
+                arith::MulFOp::create(
+                    nb, l, cst(nb, l, 1.0 - beta2),
+                    arith::MulFOp::create(nb, l, gv, gv)));
+            Value bc1 = arith::SubFOp::create(
+                nb, l, one, math::PowFOp::create(nb, l, b1, tv));
+            Value bc2 = arith::SubFOp::create(
+                nb, l, one, math::PowFOp::create(nb, l, b2, tv));
+            Value mhat = arith::DivFOp::create(nb, l, nm, bc1);
+            Value vhat = arith::DivFOp::create(nb, l, nv, bc2);
+            Value denom = arith::AddFOp::create(
+                nb, l, math::SqrtOp::create(nb, l, vhat),
+                cst(nb, l, epsilon));
+            Value adam = arith::DivFOp::create(nb, l, mhat, denom);
+            Value decay = arith::MulFOp::create(
+                nb, l, cst(nb, l, this->lr * weightDecay), pv);
+            Value np = arith::SubFOp::create(
+                nb, l,
+                arith::SubFOp::create(nb, l, pv, decay),
+                arith::MulFOp::create(nb, l, lr, adam));
+            linalg::YieldOp::create(nb, l, ValueRange{np, nm, nv});
+          });
+      results.push_back(update.getResult(0));
+      for (unsigned k = 0; k < statePerParam; ++k)
+        newState.push_back(update.getResult(1 + k));
+    }
+    // State results are grouped by kind, like the arguments.
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (unsigned j = 0; j < params.size(); ++j)
+        results.push_back(newState[j * statePerParam + k]);
+    if (adamw) {
+      auto tt = cast<RankedTensorType>(t.getType());
+      Value one = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(
+                      tt, b.getFloatAttr(tt.getElementType(), 1.0)));
+      results.push_back(arith::AddFOp::create(b, loc, t, one));
+    }
+    func::ReturnOp::create(b, loc, results);
+    return success();
+  }
+};
+} // namespace

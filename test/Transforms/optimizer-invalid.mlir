@@ -1,0 +1,10 @@
+// RUN: par-opt %s --par-optimizer -split-input-file -verify-diagnostics
+// RUN: not par-opt %s --par-optimizer=optimizer=lion 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: unknown optimizer 'lion' (expected sgd, momentum or adamw)
+
+// Tests that a train step needs the gradient function first.
+// expected-error @+1 {{has parameters but no 'loss_grad' (run par-autodiff first)}}
+func.func @loss(%w: tensor<4xf32> {par.param}) -> tensor<f32> {
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c : tensor<f32>
+}
