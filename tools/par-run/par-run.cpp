@@ -58,13 +58,18 @@ struct Options {
   std::string entry;
   bool verify = false;
   int64_t repeat = 1;
+  int64_t steps = 0;
+  std::string lossCsv;
 };
 
 void usage() {
   fprintf(stderr,
           "usage: par-run -n N ARTIFACT_DIR [--backend cpu|cuda] "
           "[--input argK=FILE.npy ...] [--seed S] [--output DIR] [--verify] "
-          "[--entry NAME] [--repeat K]\n"
+          "[--entry NAME] [--repeat K] [--steps N [--loss-csv FILE]]\n"
+          "  --steps N   train: run a train step (par-optimizer) N times, "
+          "feeding\n             new parameters and state back, printing the "
+          "loss\n"
           "  --repeat K  run the program K times (after one warm-up run when "
           "K > 1)\n             and report the best and median time\n");
 }
@@ -106,6 +111,14 @@ Options parseArgs(int argc, char **argv) {
       o.repeat = strtoll(v.c_str(), &end, 10);
       if (*end || o.repeat <= 0)
         fail("--repeat needs a positive count, got '" + v + "'");
+    } else if (a == "--steps") {
+      std::string v = next();
+      char *end = nullptr;
+      o.steps = strtoll(v.c_str(), &end, 10);
+      if (*end || o.steps <= 0)
+        fail("--steps needs a positive count, got '" + v + "'");
+    } else if (a == "--loss-csv") {
+      o.lossCsv = next();
     } else if (a == "--verify") {
       o.verify = true;
     } else if (a == "-h" || a == "--help") {
@@ -126,6 +139,10 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.ranks < 0)
     fail("-n N is required");
+  if (o.steps > 0 && o.repeat > 1)
+    fail("--steps and --repeat cannot be combined");
+  if (!o.lossCsv.empty() && o.steps == 0)
+    fail("--loss-csv needs --steps");
   return o;
 }
 
@@ -165,6 +182,8 @@ struct FunctionSpec {
   std::vector<std::string> axisNames;
   std::vector<int64_t> axisSizes;
   std::vector<TensorSpec> inputs, outputs;
+  /// (result, argument): after a train step the result feeds the argument.
+  std::vector<std::pair<size_t, size_t>> feedback;
   int64_t devices() const {
     int64_t n = 1;
     for (int64_t s : axisSizes)
@@ -263,6 +282,17 @@ FunctionSpec loadManifest(const std::string &path, const std::string &entry) {
     if (const llvm::json::Array *out = f->getArray("outputs"))
       for (const llvm::json::Value &t : *out)
         spec.outputs.push_back(parseTensor(t, "result" + std::to_string(k++)));
+    if (const llvm::json::Array *fb = f->getArray("feedback"))
+      for (const llvm::json::Value &pv : *fb) {
+        const llvm::json::Array *pair = pv.getAsArray();
+        if (!pair || pair->size() != 2 || !(*pair)[0].getAsInteger() ||
+            !(*pair)[1].getAsInteger())
+          fail("manifest: bad feedback pair in '" + name + "'");
+        size_t r = *(*pair)[0].getAsInteger(), a = *(*pair)[1].getAsInteger();
+        if (r >= spec.outputs.size() || a >= spec.inputs.size())
+          fail("manifest: feedback pair out of range in '" + name + "'");
+        spec.feedback.push_back({r, a});
+      }
     return spec;
   }
   fail("manifest '" + path + "' has no function named '" + entry + "'");
@@ -606,6 +636,41 @@ double tolerance(const std::string &dtype) {
   return 0; // integers: exact
 }
 
+/// Checks that `f` can be iterated: it has feedback pairs, each result has
+/// its argument's layout, and the loss (result 0) is a replicated scalar.
+void checkTrainStep(const FunctionSpec &f) {
+  if (f.feedback.empty())
+    fail("'" + f.name + "' is not a train step (its manifest has no "
+         "feedback; build one with par-autodiff and par-optimizer)");
+  for (auto [r, a] : f.feedback) {
+    const TensorSpec &out = f.outputs[r], &in = f.inputs[a];
+    if (out.local != in.local || out.dims != in.dims ||
+        out.partial != in.partial || out.dtype != in.dtype)
+      fail("result" + std::to_string(r) + " of '" + f.name +
+           "' is laid out differently from arg" + std::to_string(a) +
+           ", which it feeds; give both the same sharding");
+  }
+  const TensorSpec &loss = f.outputs[0];
+  bool replicated = loss.partial.empty();
+  for (auto &d : loss.dims)
+    replicated &= d.empty();
+  if (loss.globalCount() != 1 || !replicated)
+    fail("the loss of '" + f.name + "' (result0) must be a replicated scalar");
+}
+
+/// Copies each fed-back result into its argument's buffer and frees `outs`
+/// except result 0's slot, which is returned.
+double feedBack(const FunctionSpec &f, std::vector<char *> &outs,
+                std::vector<std::vector<char>> &buffers, bool useLocal) {
+  for (auto [r, a] : f.feedback) {
+    const TensorSpec &t = f.outputs[r];
+    int64_t count = useLocal ? t.localCount() : t.globalCount();
+    memcpy(buffers[a].data(), outs[r], count * t.elementSize());
+  }
+  double loss = loadValue(f.outputs[0], outs[0], 0);
+  return loss;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -692,7 +757,42 @@ int main(int argc, char **argv) {
   std::vector<char *> outs;
   std::vector<double> times;
   par_rt_stats_t stats;
-  for (int64_t it = 0; it < o.repeat + (o.repeat > 1 ? 1 : 0); ++it) {
+  std::vector<double> losses;
+  if (o.steps > 0) {
+    checkTrainStep(f);
+    FILE *csv = nullptr;
+    if (rank == 0 && !o.lossCsv.empty()) {
+      csv = fopen(o.lossCsv.c_str(), "w");
+      if (!csv)
+        fail("cannot write '" + o.lossCsv + "': " + strerror(errno));
+      fprintf(csv, "step,loss,seconds\n");
+    }
+    double start = par_rt_now_seconds();
+    for (int64_t step = 1; step <= o.steps; ++step) {
+      for (char *p : outs)
+        free(p);
+      double t0 = par_rt_now_seconds();
+      outs = call(prog, f, locals, /*useLocal=*/true);
+      double t = par_rt_now_seconds() - t0;
+      double loss = feedBack(f, outs, locals, /*useLocal=*/true);
+      losses.push_back(loss);
+      times.push_back(t);
+      if (rank == 0) {
+        double done = par_rt_now_seconds() - start;
+        printf("step %lld/%lld  loss %.6g  %.4f s/step  %.1f s left\n",
+               (long long)step, (long long)o.steps, loss, t,
+               done / step * (o.steps - step));
+        fflush(stdout);
+        if (csv)
+          fprintf(csv, "%lld,%.9g,%.6f\n", (long long)step, loss, done);
+      }
+    }
+    if (csv)
+      fclose(csv);
+    par_rt_context_stats(ctx, &stats);
+  }
+  for (int64_t it = 0; o.steps == 0 && it < o.repeat + (o.repeat > 1 ? 1 : 0);
+       ++it) {
     for (char *p : outs)
       free(p);
     check(par_rt_barrier(ctx), ctx, "barrier");
@@ -806,6 +906,14 @@ int main(int argc, char **argv) {
       }
       Program refProg = loadProgram(o.artifact + "/reference.so", ref.name);
       std::vector<char *> refOut = call(refProg, ref, refIn, /*useLocal=*/false);
+      // A train step runs as many steps on the reference, from the same
+      // start, and its loss curve is compared too.
+      for (int64_t step = 2; step <= o.steps; ++step) {
+        feedBack(ref, refOut, refIn, /*useLocal=*/false);
+        for (char *p : refOut)
+          free(p);
+        refOut = call(refProg, ref, refIn, /*useLocal=*/false);
+      }
       printf("par-run: verify against the unsharded program (1 rank)\n");
       for (size_t k = 0; k < ref.outputs.size(); ++k) {
         const TensorSpec &t = ref.outputs[k];

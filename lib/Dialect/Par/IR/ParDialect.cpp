@@ -372,6 +372,26 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
   // On ops, `par.sharding` holds one entry per result: a #par.sharding for a
   // tensor result, a unit attribute for any other result. Propagation writes
   // it; partitioning reads it.
+  if (attr.getName() == kFeedbackAttrName) {
+    // Pairs (result, argument): after a step, the result feeds the argument.
+    auto pairs = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (!pairs || !fn || pairs.size() % 2 != 0)
+      return op->emitError("'par.feedback' must be an array of (result, "
+                           "argument) index pairs on a function");
+    for (size_t i = 0; i < pairs.size(); i += 2) {
+      int64_t r = pairs[i], a = pairs[i + 1];
+      if (r < 0 || r >= (int64_t)fn.getNumResults() || a < 0 ||
+          a >= (int64_t)fn.getNumArguments())
+        return op->emitError() << "'par.feedback' pair (" << r << ", " << a
+                               << ") is out of range";
+      if (fn.getResultTypes()[r] != fn.getArgumentTypes()[a])
+        return op->emitError() << "'par.feedback' pairs result #" << r
+                               << " with argument #" << a
+                               << " of a different type";
+    }
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute " << attr.getName();
   auto list = dyn_cast<ArrayAttr>(attr.getValue());

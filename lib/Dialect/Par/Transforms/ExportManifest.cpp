@@ -124,10 +124,18 @@ struct ExportManifestPass
         meshJson = llvm::json::Object{{"name", mesh.getSymName().str()},
                                       {"axes", std::move(axes)}};
       }
-      functions.push_back(llvm::json::Object{{"name", fn.getName().str()},
-                                             {"mesh", std::move(meshJson)},
-                                             {"inputs", std::move(inputs)},
-                                             {"outputs", std::move(outputs)}});
+      llvm::json::Object entry{{"name", fn.getName().str()},
+                               {"mesh", std::move(meshJson)},
+                               {"inputs", std::move(inputs)},
+                               {"outputs", std::move(outputs)}};
+      if (auto fb = fn->getAttrOfType<DenseI64ArrayAttr>(
+              ParDialect::kFeedbackAttrName)) {
+        llvm::json::Array pairs;
+        for (size_t i = 0; i + 1 < fb.size(); i += 2)
+          pairs.push_back(llvm::json::Array{fb[i], fb[i + 1]});
+        entry["feedback"] = std::move(pairs);
+      }
+      functions.push_back(std::move(entry));
     });
     if (!ok)
       return signalPassFailure();

@@ -32,6 +32,7 @@ struct MarkEntryPointsPass
         fn.removeResultAttr(i, sharding);
         fn.removeResultAttr(i, global);
       }
+      fn->removeAttr(ParDialect::kFeedbackAttrName);
     }
   }
 };

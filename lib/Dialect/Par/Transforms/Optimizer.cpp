@@ -199,6 +199,25 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       results.push_back(arith::AddFOp::create(b, loc, t, one));
     }
     func::ReturnOp::create(b, loc, results);
+
+    // Which result feeds which argument at the next step.
+    SmallVector<int64_t> feedback;
+    for (auto [j, p] : llvm::enumerate(params)) {
+      feedback.push_back(1 + j);
+      feedback.push_back(p);
+    }
+    int64_t next = 1 + params.size();
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (unsigned j = 0; j < params.size(); ++j) {
+        feedback.push_back(next++);
+        feedback.push_back(fn.getNumArguments() + k * params.size() + j);
+      }
+    if (adamw) {
+      feedback.push_back(next);
+      feedback.push_back(argTypes.size() - 1);
+    }
+    step->setAttr(ParDialect::kFeedbackAttrName,
+                  b.getDenseI64ArrayAttr(feedback));
     return success();
   }
 };

@@ -42,6 +42,9 @@ def Par_Dialect : Dialect {
         "par.global_type";
     /// Marks a function argument as a trainable parameter (par-autodiff).
     static constexpr ::llvm::StringLiteral kParamAttrName = "par.param";
+    /// On a train step: (result, argument) index pairs; after one step the
+    /// result is the argument's value for the next (parameters, state).
+    static constexpr ::llvm::StringLiteral kFeedbackAttrName = "par.feedback";
   }];
 }
 
