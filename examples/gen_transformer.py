@@ -69,6 +69,8 @@ class Emitter:
 
     def ty(self, shape):
         """Ranked tensor type of the element type for `shape`."""
+        if not shape:
+            return "tensor<%s>" % self.dt
         return "tensor<%sx%s>" % ("x".join(str(d) for d in shape), self.dt)
 
     def const(self, value):
@@ -491,6 +493,150 @@ def generate(args):
     return "\n".join(lines) + "\n"
 
 
+def generate_gpt(args):
+    """A GPT (token + position embedding, pre-LN blocks, final LayerNorm,
+    LM head, softmax cross-entropy) as `func.func @gpt(tokens, targets,
+    params...) -> tensor<f32>`, parameters marked `par.param` for
+    par-autodiff. Token lookups are one-hot matmuls (shardable, and
+    differentiable through the matmul rule); the loss is the mean of
+    -log softmax(logits)[target]."""
+    b, s, d, nh, f, v = args.batch, args.seq, args.dmodel, args.heads, args.ffn, args.vocab
+    dt = args.dtype
+    par = not args.no_par
+    em = Emitter(dt)
+    act = [b, s, d]
+    n = b * s
+
+    def attr(dims, param=True, init=None):
+        entries = ["par.param"] if param else []
+        if init:
+            entries.append('par.init = "%s"' % init)
+        if par and dims is not None:
+            parts = ", ".join("{%s}" % ", ".join('"%s"' % a for a in axes)
+                              for axes in dims)
+            entries.append("par.sharding = #par.sharding<@mesh, [%s]>" % parts)
+        return "{%s}" % ", ".join(entries) if entries else ""
+
+    col, row, rep = [[], ["tp"]], [["tp"], []], None
+    fargs = [("%tokens", [b, s], "i64", attr([["dp"], []], param=False)),
+             ("%targets", [b, s], "i64", attr([["dp"], []], param=False)),
+             ("%wte", [v, d], dt, attr(rep, init="uniform:0.05")),
+             ("%wpe", [s, d], dt, attr(rep, init="uniform:0.02"))]
+    inits = {"ln1_g": "ones", "ln1_b": "zeros", "ln2_g": "ones", "ln2_b": "zeros",
+             "wq": "uniform:%g" % (d ** -0.5), "wk": "uniform:%g" % (d ** -0.5),
+             "wv": "uniform:%g" % (d ** -0.5),
+             "wo": "uniform:%g" % ((d * 2 * args.layers) ** -0.5),
+             "w1": "uniform:%g" % (d ** -0.5),
+             "w2": "uniform:%g" % ((f * 2 * args.layers) ** -0.5)}
+    layers = []
+    for l in range(args.layers):
+        pre = "%%l%d_" % l
+        p = {"ffn": f}
+        spec = [("ln1_g", [d], rep), ("ln1_b", [d], rep),
+                ("wq", [d, d], col), ("wk", [d, d], col),
+                ("wv", [d, d], col), ("wo", [d, d], row),
+                ("ln2_g", [d], rep), ("ln2_b", [d], rep),
+                ("w1", [d, f], col), ("w2", [f, d], row)]
+        for key, shape, dims in spec:
+            p[key] = pre + key
+            fargs.append((p[key], shape, dt, attr(dims, init=inits[key])))
+        layers.append(p)
+    fargs += [("%lnf_g", [d], dt, attr(rep, init="ones")),
+              ("%lnf_b", [d], dt, attr(rep, init="zeros")),
+              ("%whead", [d, v], dt, attr(rep, init="uniform:%g" % (d ** -0.5)))]
+
+    one, zero = em.const(1.0), em.const(0.0)
+
+    def onehot(tok, shape):
+        """tensor<shape x vocab>: 1.0 where the last index equals the token."""
+        out_shape = shape + [v]
+        e = em.empty(out_shape)
+        name = em.fresh("onehot")
+        r = len(out_shape)
+        dims = ", ".join("d%d" % i for i in range(r))
+        tmap = "affine_map<(%s) -> (%s)>" % (dims, ", ".join("d%d" % i for i in range(r - 1)))
+        omap = "affine_map<(%s) -> (%s)>" % (dims, dims)
+        em.emit("%s = linalg.generic {indexing_maps = [%s, %s], iterator_types = [%s]}"
+                % (name, tmap, omap, ", ".join(['"parallel"'] * r)))
+        em.emit("    ins(%s : tensor<%sxi64>) outs(%s : %s) {"
+                % (tok, "x".join(str(x) for x in shape), e, em.ty(out_shape)))
+        em.emit("^bb0(%%t: i64, %%o: %s):" % dt)
+        em.emit("%%i = linalg.index %d : index" % (r - 1), indent=8)
+        em.emit("%t_idx = arith.index_cast %t : i64 to index", indent=8)
+        em.emit("%eq = arith.cmpi eq, %i, %t_idx : index", indent=8)
+        em.emit("%%sel = arith.select %%eq, %s, %s : %s" % (one, zero, dt), indent=8)
+        em.emit("linalg.yield %%sel : %s" % dt, indent=8)
+        em.emit("} -> %s" % em.ty(out_shape))
+        return name
+
+    em.comment("---- embeddings: one-hot(tokens) x wte + wpe ----")
+    oh = onehot("%tokens", [b, s])
+    oh2, _ = em.collapse(oh, [b, s, v], [[0, 1], [2]])
+    tok_emb, _ = em.matmul(oh2, [n, v], "%wte", [v, d])
+    tok3 = em.expand(tok_emb, [n, d], [[0, 1], [2]], act)
+
+    def add_pos(ins, out):
+        bd = Body(dt)
+        return bd.lines, bd.op("arith.addf", ins[0], ins[1])
+    h = em.generic([(tok3, act), ("%wpe", [s, d])], em.empty(act), act,
+                   [identity_map(3), "d1, d2", identity_map(3)],
+                   ["parallel"] * 3, add_pos, hint="emb")
+    for l, p in enumerate(layers):
+        em.comment("---- layer %d ----" % l)
+        n1 = layer_norm(em, h, act, p["ln1_g"], p["ln1_b"])
+        a, _ = attention(em, n1, act, p, nh)
+        h = add(em, h, a, act)
+        n2 = layer_norm(em, h, act, p["ln2_g"], p["ln2_b"])
+        m = mlp(em, n2, act, p)
+        h = add(em, h, m, act)
+    em.comment("---- final LayerNorm, LM head, cross-entropy ----")
+    hf = layer_norm(em, h, act, "%lnf_g", "%lnf_b")
+    hf2, _ = em.collapse(hf, act, [[0, 1], [2]])
+    logits, _ = em.matmul(hf2, [n, d], "%whead", [d, v])
+    probs = em.softmax(logits, [n, v], 1)
+    tg = em.fresh("tg")
+    em.emit("%s = tensor.collapse_shape %%targets [[0, 1]] : tensor<%dx%dxi64> into tensor<%dxi64>"
+            % (tg, b, s, n))
+    lz = em.zeros([])
+    loss = em.fresh("loss")
+    scale = em.const(-1.0 / n)
+    em.emit("%s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, "
+            "affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> ()>], "
+            "iterator_types = [\"reduction\", \"reduction\"]}" % loss)
+    em.emit("    ins(%s, %s : %s, tensor<%dxi64>) outs(%s : tensor<%s>) {"
+            % (probs, tg, em.ty([n, v]), n, lz, dt))
+    em.emit("^bb0(%%p: %s, %%t: i64, %%acc: %s):" % (dt, dt))
+    em.emit("%i = linalg.index 1 : index", indent=8)
+    em.emit("%t_idx = arith.index_cast %t : i64 to index", indent=8)
+    em.emit("%eq = arith.cmpi eq, %i, %t_idx : index", indent=8)
+    em.emit("%%lp = math.log %%p : %s" % dt, indent=8)
+    em.emit("%%nl = arith.mulf %%lp, %s : %s" % (scale, dt), indent=8)
+    em.emit("%%sel = arith.select %%eq, %%nl, %s : %s" % (zero, dt), indent=8)
+    em.emit("%%sum = arith.addf %%acc, %%sel : %s" % dt, indent=8)
+    em.emit("linalg.yield %%sum : %s" % dt, indent=8)
+    em.emit("} -> tensor<%s>" % dt)
+    em.emit("return %s : tensor<%s>" % (loss, dt))
+
+    lines = ["// Generated by examples/gen_transformer.py %s" % " ".join(sys.argv[1:]),
+             "// GPT: %d layer(s) batch=%d seq=%d dmodel=%d heads=%d ffn=%d vocab=%d dtype=%s"
+             % (args.layers, b, s, d, nh, f, v, dt),
+             "module {"]
+    if par:
+        lines.append('  par.mesh @mesh ["dp"=%d, "tp"=%d]' % (args.dp, args.tp))
+    arg_strs = []
+    for name, shape, ety, a in fargs:
+        arg_strs.append("%s: tensor<%sx%s>%s" % (name, "x".join(str(x) for x in shape),
+                                                 ety, (" " + a) if a else ""))
+    lines.append("  func.func @gpt(")
+    lines.append(",\n".join("      " + a for a in arg_strs))
+    lines.append("  ) -> tensor<%s> {" % dt)
+    lines.extend(em.const_lines)
+    lines.extend(em.lines)
+    lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
 def check_args(args):
     """Validate shapes; exit 2 with a clear message on failure."""
     errors = []
@@ -535,6 +681,12 @@ def main(argv=None):
     ap.add_argument("--dp", type=int, default=2, help="data-parallel mesh axis size")
     ap.add_argument("--tp", type=int, default=4, help="tensor-parallel mesh axis size")
     ap.add_argument("--dtype", default="f32", choices=sorted(MASK_VALUE))
+    ap.add_argument("--gpt", action="store_true",
+                    help="emit a GPT with embeddings, LM head and a "
+                         "cross-entropy loss (@gpt, parameters marked "
+                         "par.param) instead of @forward")
+    ap.add_argument("--vocab", type=int, default=64,
+                    help="vocabulary size (--gpt)")
     ap.add_argument("--no-par", action="store_true",
                     help="omit the par mesh and sharding annotations "
                          "(plain upstream MLIR)")
@@ -545,7 +697,7 @@ def main(argv=None):
         args.ffn = 4 * args.dmodel
     check_args(args)
 
-    text = generate(args)
+    text = generate_gpt(args) if args.gpt else generate(args)
     if args.output == "-":
         sys.stdout.write(text)
     else:

@@ -8,7 +8,8 @@
 // RUN: %python -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); a,b=float(r[0]['loss']),float(r[-1]['loss']); print('first %%g last %%g' %% (a,b)); assert len(r)==30 and b < a/5" %t.csv
 // CHECK: step 1/30  loss
 // CHECK: step 30/30  loss
-// CHECK-COUNT-5: f64: max abs error {{.*}} OK
+// CHECK: loss trajectory over 30 steps: {{.*}} OK
+// CHECK-COUNT-5: f64 after 30 steps: max abs error
 // A function that is not a train step cannot be iterated.
 // RUN: not par-run -n 4 %t --entry loss --steps 3 2>&1 | FileCheck %s --check-prefix=NOTSTEP
 // NOTSTEP: 'loss' is not a train step

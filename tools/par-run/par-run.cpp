@@ -60,6 +60,9 @@ struct Options {
   int64_t repeat = 1;
   int64_t steps = 0;
   std::string lossCsv;
+  std::string data;
+  int64_t tokensArg = 0, targetsArg = 1;
+  double rtol = -1; // --rtol: overrides the per-dtype verify tolerance
 };
 
 void usage() {
@@ -67,6 +70,12 @@ void usage() {
           "usage: par-run -n N ARTIFACT_DIR [--backend cpu|cuda] "
           "[--input argK=FILE.npy ...] [--seed S] [--output DIR] [--verify] "
           "[--entry NAME] [--repeat K] [--steps N [--loss-csv FILE]]\n"
+          "  --data FILE character-level corpus: each run/step fills the token "
+          "and\n             target arguments (--tokens argK, --targets argJ; "
+          "default arg0,\n             arg1, i64 [batch, seq]) with random "
+          "windows of FILE\n"
+          "  --rtol X    verify tolerance (relative to the reference's largest "
+          "magnitude);\n             default 1e-5 for f32, 1e-12 for f64\n"
           "  --steps N   train: run a train step (par-optimizer) N times, "
           "feeding\n             new parameters and state back, printing the "
           "loss\n"
@@ -117,6 +126,24 @@ Options parseArgs(int argc, char **argv) {
       o.steps = strtoll(v.c_str(), &end, 10);
       if (*end || o.steps <= 0)
         fail("--steps needs a positive count, got '" + v + "'");
+    } else if (a == "--data") {
+      o.data = next();
+    } else if (a == "--tokens") {
+      std::string v = next();
+      if (v.rfind("arg", 0) != 0)
+        fail("--tokens needs argK, got '" + v + "'");
+      o.tokensArg = strtoll(v.c_str() + 3, nullptr, 10);
+    } else if (a == "--targets") {
+      std::string v = next();
+      if (v.rfind("arg", 0) != 0)
+        fail("--targets needs argK, got '" + v + "'");
+      o.targetsArg = strtoll(v.c_str() + 3, nullptr, 10);
+    } else if (a == "--rtol") {
+      std::string v = next();
+      char *end = nullptr;
+      o.rtol = strtod(v.c_str(), &end);
+      if (*end || !(o.rtol >= 0))
+        fail("--rtol needs a non-negative number, got '" + v + "'");
     } else if (a == "--loss-csv") {
       o.lossCsv = next();
     } else if (a == "--verify") {
@@ -156,6 +183,7 @@ struct TensorSpec {
   std::vector<std::vector<std::string>> dims;
   std::vector<std::string> partial;
   std::string partialKind;
+  std::string init; // "", "zeros", "ones" or "uniform:<scale>"
   int64_t elementSize() const {
     if (dtype == "f32" || dtype == "i32")
       return 4;
@@ -238,6 +266,8 @@ TensorSpec parseTensor(const llvm::json::Value &v, const std::string &what) {
         t.partial.push_back(s->str());
   if (auto k = sh->getString("partial_kind"))
     t.partialKind = k->str();
+  if (auto init = o->getString("init"))
+    t.init = init->str();
   if (t.dims.size() != t.global.size() || t.local.size() != t.global.size())
     fail("manifest: " + what + " has inconsistent ranks");
   if (t.elementSize() == 0)
@@ -369,6 +399,13 @@ double generate(uint64_t seed, uint64_t tensor, uint64_t index) {
 /// [-1, 1) for floats, small integers in [-8, 8) for integers.
 double generateFor(const TensorSpec &t, uint64_t seed, uint64_t tensor,
                    uint64_t index) {
+  // The program's own initialiser (par.init), if it names one.
+  if (t.init == "zeros")
+    return 0.0;
+  if (t.init == "ones")
+    return 1.0;
+  if (t.init.rfind("uniform:", 0) == 0)
+    return generate(seed, tensor, index) * strtod(t.init.c_str() + 8, nullptr);
   double v = generate(seed, tensor, index);
   return t.dtype[0] == 'i' ? std::floor(v * 8) : v;
 }
@@ -636,6 +673,62 @@ double tolerance(const std::string &dtype) {
   return 0; // integers: exact
 }
 
+/// The character-level tokenizer: printable ASCII 32..126 -> 0..94,
+/// newline -> 95, anything else -> 0 (a space). 96 symbols.
+int64_t charToken(unsigned char c) {
+  if (c >= 32 && c <= 126)
+    return c - 32;
+  return c == '\n' ? 95 : 0;
+}
+
+/// Batches of windows of a corpus: row r of step s starts at a position
+/// drawn from (seed, s, r) alone, so every layout sees the same batch.
+struct DataLoader {
+  std::vector<int64_t> tokens;
+  size_t tokensArg = 0, targetsArg = 1;
+  uint64_t seed = 0;
+
+  void load(const std::string &path) {
+    FILE *f = fopen(path.c_str(), "rb");
+    if (!f)
+      fail("cannot open data file '" + path + "': " + strerror(errno));
+    int c;
+    while ((c = fgetc(f)) != EOF)
+      tokens.push_back(charToken((unsigned char)c));
+    fclose(f);
+  }
+  void check(const FunctionSpec &f) const {
+    for (size_t a : {tokensArg, targetsArg}) {
+      if (a >= f.inputs.size())
+        fail("--data: '" + f.name + "' has no arg" + std::to_string(a));
+      const TensorSpec &t = f.inputs[a];
+      if (t.dtype != "i64" || t.global.size() != 2)
+        fail("--data: arg" + std::to_string(a) + " of '" + f.name +
+             "' must be an i64 [batch, seq] tensor");
+      if ((int64_t)tokens.size() < t.global[1] + 2)
+        fail("--data: the corpus is shorter than one window");
+    }
+  }
+  /// Fills argument `a` (block at `offset` if local) for step `step`.
+  void fill(const FunctionSpec &f, size_t a, int64_t step, char *buf,
+            const std::vector<int64_t> &offset, bool local) const {
+    const TensorSpec &t = f.inputs[a];
+    int64_t seq = t.global[1];
+    uint64_t windows = tokens.size() - seq - 1;
+    int64_t shift = a == targetsArg ? 1 : 0;
+    TensorSpec whole = t;
+    if (!local)
+      whole.local = t.global;
+    forEachElement(whole, local ? offset : std::vector<int64_t>(2, 0),
+                   [&](int64_t l, int64_t g) {
+                     int64_t row = g / seq, col = g % seq;
+                     double r = generate(seed ^ 0xDA7Aull, step, row);
+                     uint64_t start = (uint64_t)((r + 1.0) / 2.0 * windows);
+                     ((int64_t *)buf)[l] = tokens[start + col + shift];
+                   });
+  }
+};
+
 /// Checks that `f` can be iterated: it has feedback pairs, each result has
 /// its argument's layout, and the loss (result 0) is a replicated scalar.
 void checkTrainStep(const FunctionSpec &f) {
@@ -742,6 +835,23 @@ int main(int argc, char **argv) {
     locals.push_back(std::move(buf));
   }
 
+  DataLoader data;
+  if (!o.data.empty()) {
+    data.tokensArg = o.tokensArg;
+    data.targetsArg = o.targetsArg;
+    data.seed = o.seed;
+    data.load(o.data);
+    data.check(f);
+  }
+  auto fillBatch = [&](int64_t step) {
+    if (o.data.empty())
+      return;
+    for (size_t a : {data.tokensArg, data.targetsArg})
+      data.fill(f, a, step, locals[a].data(),
+                blockOffset(f, f.inputs[a], coords), /*local=*/true);
+  };
+  fillBatch(1);
+
   Program prog = loadProgram(o.artifact + "/sharded.so", f.name);
   // Fault injection for tests of the failure path: the named rank crashes
   // just before the program runs, while the others wait in its collectives.
@@ -771,6 +881,7 @@ int main(int argc, char **argv) {
     for (int64_t step = 1; step <= o.steps; ++step) {
       for (char *p : outs)
         free(p);
+      fillBatch(step);
       double t0 = par_rt_now_seconds();
       outs = call(prog, f, locals, /*useLocal=*/true);
       double t = par_rt_now_seconds() - t0;
@@ -905,36 +1016,76 @@ int main(int argc, char **argv) {
         refIn.push_back(std::move(buf));
       }
       Program refProg = loadProgram(o.artifact + "/reference.so", ref.name);
+      auto refBatch = [&](int64_t step) {
+        if (o.data.empty())
+          return;
+        for (size_t a : {data.tokensArg, data.targetsArg})
+          data.fill(ref, a, step, refIn[a].data(), {}, /*local=*/false);
+      };
+      refBatch(1);
       std::vector<char *> refOut = call(refProg, ref, refIn, /*useLocal=*/false);
+      std::vector<double> refLosses;
+      if (o.steps > 0)
+        refLosses.push_back(loadValue(ref.outputs[0], refOut[0], 0));
       // A train step runs as many steps on the reference, from the same
       // start, and its loss curve is compared too.
       for (int64_t step = 2; step <= o.steps; ++step) {
         feedBack(ref, refOut, refIn, /*useLocal=*/false);
         for (char *p : refOut)
           free(p);
+        refBatch(step);
         refOut = call(refProg, ref, refIn, /*useLocal=*/false);
+        refLosses.push_back(loadValue(ref.outputs[0], refOut[0], 0));
+      }
+      if (o.steps > 0) {
+        double worst = 0;
+        for (size_t i = 0; i < refLosses.size() && i < losses.size(); ++i)
+          worst = std::max(worst, std::fabs(losses[i] - refLosses[i]) /
+                                      std::max(std::fabs(refLosses[i]), 1e-30));
+        if (std::isnan(worst) ||
+            std::any_of(losses.begin(), losses.end(),
+                        [](double l) { return std::isnan(l); }))
+          worst = NAN;
+        double tol = o.rtol >= 0 ? o.rtol : tolerance(ref.outputs[0].dtype);
+        bool ok = worst <= tol;
+        printf("  loss trajectory over %lld steps: max rel error %.3g "
+               "(tolerance %.0e rel) %s\n",
+               (long long)o.steps, worst, tol, ok ? "OK" : "MISMATCH");
+        if (!ok)
+          status = 1;
       }
       printf("par-run: verify against the unsharded program (1 rank)\n");
       for (size_t k = 0; k < ref.outputs.size(); ++k) {
         const TensorSpec &t = ref.outputs[k];
         double maxAbs = 0, maxRef = 0;
+        bool nan = false;
         for (int64_t i = 0; i < t.globalCount(); ++i) {
           double a = loadValue(t, globals[k].data(), i);
           double b = loadValue(t, refOut[k], i);
-          if (std::isnan(a) != std::isnan(b))
-            maxAbs = INFINITY;
-          else if (!std::isnan(a))
+          // A NaN anywhere is a failure, even where both runs agree on it.
+          nan |= std::isnan(a) || std::isnan(b);
+          if (!std::isnan(a) && !std::isnan(b))
             maxAbs = std::max(maxAbs, std::fabs(a - b));
           maxRef = std::max(maxRef, std::fabs(b));
         }
+        if (nan)
+          maxAbs = NAN;
         double rel = maxRef > 0 ? maxAbs / maxRef : maxAbs;
-        double tol = tolerance(t.dtype);
-        bool ok = rel <= tol;
-        printf("  result%zu %s: max abs error %.3g, max rel error %.3g "
-               "(tolerance %.0e rel) %s\n",
-               k, t.dtype.c_str(), maxAbs, rel, tol, ok ? "OK" : "MISMATCH");
-        if (!ok)
-          status = 1;
+        double tol = o.rtol >= 0 ? o.rtol : tolerance(t.dtype);
+        bool ok = !nan && rel <= tol;
+        // After many training steps, parameters drift apart by rounding
+        // (Adam amplifies it); the loss trajectory is what is checked then.
+        if (o.steps > 1) {
+          printf("  result%zu %s after %lld steps: max abs error %.3g, max "
+                 "rel error %.3g (informational)\n",
+                 k, t.dtype.c_str(), (long long)o.steps, maxAbs, rel);
+        } else {
+          printf("  result%zu %s: max abs error %.3g, max rel error %.3g "
+                 "(tolerance %.0e rel) %s\n",
+                 k, t.dtype.c_str(), maxAbs, rel, tol, ok ? "OK" : "MISMATCH");
+          if (!ok)
+            status = 1;
+        }
         free(refOut[k]);
       }
     }

@@ -92,12 +92,17 @@ struct ExportManifestPass
                     : std::string("sum")}}}};
       };
       llvm::json::Array inputs, outputs;
-      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
         inputs.push_back(tensorEntry(
             fn.getArgumentTypes()[i],
             fn.getArgAttrOfType<ShardingAttr>(i, ParDialect::kShardingAttrName),
             fn.getArgAttrOfType<TypeAttr>(i, ParDialect::kGlobalTypeAttrName),
             "argument", i));
+        if (auto init = fn.getArgAttrOfType<StringAttr>(
+                i, ParDialect::kInitAttrName))
+          if (auto *o = inputs.back().getAsObject())
+            (*o)["init"] = init.getValue().str();
+      }
       for (unsigned i = 0; i < fn.getNumResults(); ++i)
         outputs.push_back(tensorEntry(
             fn.getResultTypes()[i],

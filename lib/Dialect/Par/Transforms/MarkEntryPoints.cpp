@@ -27,6 +27,7 @@ struct MarkEntryPointsPass
       for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
         fn.removeArgAttr(i, sharding);
         fn.removeArgAttr(i, global);
+        fn.removeArgAttr(i, ParDialect::kInitAttrName);
       }
       for (unsigned i = 0; i < fn.getNumResults(); ++i) {
         fn.removeResultAttr(i, sharding);

@@ -89,8 +89,16 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                                      b.getFunctionType(argTypes, resultTypes));
     // Keep the user's shardings; state arguments share their parameter's.
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (Attribute s = fn.getArgAttr(i, ParDialect::kShardingAttrName))
-        step.setArgAttr(i, ParDialect::kShardingAttrName, s);
+      for (StringRef a : {ParDialect::kShardingAttrName,
+                          ParDialect::kInitAttrName})
+        if (Attribute s = fn.getArgAttr(i, a))
+          step.setArgAttr(i, a, s);
+    // State starts at zero; the step number at one.
+    for (unsigned i = fn.getNumArguments(); i < argTypes.size(); ++i)
+      step.setArgAttr(i, ParDialect::kInitAttrName,
+                      b.getStringAttr(adamw && i + 1 == argTypes.size()
+                                          ? "ones"
+                                          : "zeros"));
     for (unsigned k = 0; k < statePerParam; ++k)
       for (auto [j, p] : llvm::enumerate(params))
         if (Attribute s = fn.getArgAttr(p, ParDialect::kShardingAttrName))
