@@ -1147,3 +1147,35 @@ func.func @dyn_result_not_divisible(%x: tensor<8x6xf32>) -> tensor<8x?xf32> {
   %0 = par.all_slice %x on @m axes = ["b"] dim = 1 : tensor<8x6xf32> -> tensor<8x?xf32>
   return %0 : tensor<8x?xf32>
 }
+
+// -----
+
+// Tests that an initialiser must be one par-run knows.
+// expected-error @+1 {{'par.init' must be "zeros", "ones" or "uniform:<scale>"}}
+func.func @bad_init(%x: tensor<4xf32> {par.init = "normal"}) {
+  return
+}
+
+// -----
+
+// Tests that par.param is a unit attribute.
+// expected-error @+1 {{'par.param' is a unit attribute}}
+func.func @bad_param(%x: tensor<4xf32> {par.param = 1 : i32}) {
+  return
+}
+
+// -----
+
+// Tests that feedback pairs must be in range and pair equal types.
+// expected-error @+1 {{'par.feedback' pair (3, 0) is out of range}}
+func.func @feedback_range(%x: tensor<4xf32>) -> tensor<4xf32> attributes {par.feedback = array<i64: 3, 0>} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'par.feedback' pairs result #0 with argument #0 of a different type}}
+func.func @feedback_type(%x: tensor<4xf32>) -> tensor<8xf32> attributes {par.feedback = array<i64: 0, 0>} {
+  %0 = tensor.empty() : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
