@@ -90,3 +90,14 @@ func.func @max_reduce(%w: tensor<4xf32> {par.param}) -> tensor<f32> {
     }
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that a module without parameters is an error, not a silent no-op.
+// expected-error @+1 {{par-autodiff: no function has arguments marked par.param, so there is nothing to differentiate}}
+module {
+  func.func @no_params(%w: tensor<4xf32>) -> tensor<f32> {
+    %c = arith.constant dense<0.0> : tensor<f32>
+    return %c : tensor<f32>
+  }
+}

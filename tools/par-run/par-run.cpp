@@ -890,9 +890,12 @@ int main(int argc, char **argv) {
       times.push_back(t);
       if (rank == 0) {
         double done = par_rt_now_seconds() - start;
-        printf("step %lld/%lld  loss %.6g  %.4f s/step  %.1f s left\n",
-               (long long)step, (long long)o.steps, loss, t,
-               done / step * (o.steps - step));
+        printf("step %lld/%lld  loss %.6g  %.4f s/step", (long long)step,
+               (long long)o.steps, loss, t);
+        if (!o.data.empty())
+          printf("  %.0f tokens/s",
+                 f.inputs[data.tokensArg].globalCount() / std::max(t, 1e-9));
+        printf("  %.1f s left\n", done / step * (o.steps - step));
         fflush(stdout);
         if (csv)
           fprintf(csv, "%lld,%.9g,%.6f\n", (long long)step, loss, done);

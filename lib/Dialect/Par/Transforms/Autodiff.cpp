@@ -529,6 +529,11 @@ struct AutodiffPass : public mlir::par::impl::AutodiffBase<AutodiffPass> {
           break;
         }
     }
+    if (todo.empty()) {
+      module.emitError("par-autodiff: no function has arguments marked "
+                       "par.param, so there is nothing to differentiate");
+      return signalPassFailure();
+    }
     for (func::FuncOp fn : todo)
       if (failed(differentiate(fn)))
         return signalPassFailure();
