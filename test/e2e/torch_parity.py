@@ -53,7 +53,7 @@ def main():
     loss.backward()
     ref_grads = [W1.grad.numpy().copy(), W2.grad.numpy().copy()]
 
-    def torch_trajectory(make_opt):
+    def torch_trajectory(make_opt, clip=0.0):
         with torch.no_grad():
             W1.copy_(torch.tensor(w1))
             W2.copy_(torch.tensor(w2))
@@ -64,6 +64,8 @@ def main():
             loss = loss_fn()
             losses.append(loss.item())
             loss.backward()
+            if clip:
+                torch.nn.utils.clip_grad_norm_([W1, W2], clip)
             opt.step()
         return losses
 
@@ -83,6 +85,8 @@ def main():
     run([par_run, "-n", "4", art, "--entry", "loss_grad", "--output", out] + inputs)
     grads = [np.load(os.path.join(out, "result%d.npy" % k)) for k in (1, 2)]
     _, adamw = par_trajectory("adamw", "--par-optimizer=optimizer=adamw lr=0.01")
+    _, clipped = par_trajectory("clip", "--par-optimizer=optimizer=sgd lr=0.1 clip-norm=0.5")
+    ref_clipped = torch_trajectory(lambda p: torch.optim.SGD(p, lr=0.1), clip=0.5)
     ref_sgd = torch_trajectory(lambda p: torch.optim.SGD(p, lr=0.1))
     ref_adamw = torch_trajectory(lambda p: torch.optim.AdamW(
         p, lr=0.01, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01))
@@ -99,7 +103,8 @@ def main():
     for k, (g, r) in enumerate(zip(grads, ref_grads)):
         check("grad w%d vs torch" % (k + 1), float(np.abs(g - r).max() / np.abs(r).max()), 1e-4)
     for name, mine, ref, tol in (("SGD", sgd, ref_sgd, 1e-4),
-                                 ("AdamW", adamw, ref_adamw, 1e-3)):
+                                 ("AdamW", adamw, ref_adamw, 1e-3),
+                                 ("SGD clip-norm 0.5", clipped, ref_clipped, 1e-4)):
         traj = max(abs(a - b) / abs(b) for a, b in zip(mine, ref))
         check("%d %s steps, loss trajectory vs torch (%.4g -> %.4g)"
               % (steps, name, ref[0], ref[-1]), traj, tol)

@@ -113,9 +113,79 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     SmallVector<Value> newState;
     Value t = adamw ? args.back() : Value();
 
+    // Clipping by the global norm: one scalar factor for all gradients.
+    SmallVector<Value> grads;
+    for (unsigned j = 0; j < params.size(); ++j)
+      grads.push_back(call.getResult(1 + j));
+    if (clipNorm > 0) {
+      auto scalarType = cast<RankedTensorType>(lossType);
+      Type st = scalarType.getElementType();
+      Value total;
+      for (Value g : grads) {
+        auto gt = cast<RankedTensorType>(g.getType());
+        Value zero = arith::ConstantOp::create(b, loc, st, b.getFloatAttr(st, 0));
+        Value init = linalg::FillOp::create(
+                         b, loc, zero,
+                         tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, st)
+                             .getResult())
+                         .getResult(0);
+        SmallVector<utils::IteratorType> red(gt.getRank(),
+                                             utils::IteratorType::reduction);
+        Value sq = linalg::GenericOp::create(
+                       b, loc, TypeRange{scalarType}, ValueRange{g},
+                       ValueRange{init},
+                       ArrayRef<AffineMap>{b.getMultiDimIdentityMap(gt.getRank()),
+                                           AffineMap::get(gt.getRank(), 0, {}, ctx)},
+                       red,
+                       [&](OpBuilder &nb, Location l, ValueRange a) {
+                         Value m = arith::MulFOp::create(nb, l, a[0], a[0]);
+                         linalg::YieldOp::create(
+                             nb, l, ValueRange{arith::AddFOp::create(nb, l, a[1], m)});
+                       })
+                       .getResult(0);
+        total = total ? arith::AddFOp::create(b, loc, total, sq).getResult() : sq;
+      }
+      // factor = min(1, c / (sqrt(total) + 1e-6)), as a scalar tensor.
+      Value factor = linalg::GenericOp::create(
+                         b, loc, TypeRange{scalarType}, ValueRange{total},
+                         ValueRange{tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, st)},
+                         ArrayRef<AffineMap>{AffineMap::get(0, 0, {}, ctx),
+                                             AffineMap::get(0, 0, {}, ctx)},
+                         ArrayRef<utils::IteratorType>{},
+                         [&](OpBuilder &nb, Location l, ValueRange a) {
+                           Value norm = arith::AddFOp::create(
+                               nb, l, math::SqrtOp::create(nb, l, a[0]),
+                               arith::ConstantOp::create(nb, l, st, nb.getFloatAttr(st, 1e-6)));
+                           Value f = arith::DivFOp::create(
+                               nb, l,
+                               arith::ConstantOp::create(nb, l, st, nb.getFloatAttr(st, clipNorm)),
+                               norm);
+                           Value one = arith::ConstantOp::create(nb, l, st, nb.getFloatAttr(st, 1.0));
+                           linalg::YieldOp::create(
+                               nb, l, ValueRange{arith::MinimumFOp::create(nb, l, f, one)});
+                         })
+                         .getResult(0);
+      for (Value &g : grads) {
+        auto gt = cast<RankedTensorType>(g.getType());
+        int64_t r = gt.getRank();
+        g = linalg::GenericOp::create(
+                b, loc, TypeRange{gt}, ValueRange{g, factor},
+                ValueRange{tensor::EmptyOp::create(b, loc, gt.getShape(), st)},
+                ArrayRef<AffineMap>{b.getMultiDimIdentityMap(r),
+                                    AffineMap::get(r, 0, {}, ctx),
+                                    b.getMultiDimIdentityMap(r)},
+                SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  linalg::YieldOp::create(
+                      nb, l, ValueRange{arith::MulFOp::create(nb, l, a[0], a[1])});
+                })
+                .getResult(0);
+      }
+    }
+
     for (auto [j, p] : llvm::enumerate(params)) {
       Value param = args[p];
-      Value g = call.getResult(1 + j);
+      Value g = grads[j];
       auto type = cast<RankedTensorType>(param.getType());
       Type elt = type.getElementType();
       auto cst = [&](OpBuilder &nb, Location l, double v) -> Value {

@@ -58,6 +58,12 @@ def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
       per parameter, then the step number `t` (a scalar tensor, 1 for the
       first step; the step returns t + 1).
 
+    With `clip-norm=c > 0` every gradient is first scaled by
+    `min(1, c / (norm + 1e-6))`, `norm` being the L2 norm of all gradients
+    together (PyTorch's clip_grad_norm_). Each squared sum is a reduction
+    over its gradient's dims, so with sharded gradients partitioning adds the
+    all_reduces that make the norm global.
+
     ```mlir
     func.func @loss_step(%x, %w {par.param}, ..., %m_w, %v_w, %t) -> (loss, w', m_w', v_w', t')
     ```
@@ -72,7 +78,9 @@ def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
     Option<"epsilon", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.01",
-           "AdamW decoupled weight decay">
+           "AdamW decoupled weight decay">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0",
+           "Clip gradients by their global L2 norm (0: no clipping)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",
