@@ -8,3 +8,7 @@ func.func @loss(%w: tensor<4xf32> {par.param}) -> tensor<f32> {
   %c = arith.constant dense<0.0> : tensor<f32>
   return %c : tensor<f32>
 }
+// RUN: not par-opt %s --par-optimizer=schedule=linear 2>&1 | FileCheck %s --check-prefix=SCHED
+// SCHED: unknown schedule 'linear' (expected constant or cosine)
+// RUN: not par-opt %s "--par-optimizer=schedule=cosine warmup-steps=10 total-steps=10" 2>&1 | FileCheck %s --check-prefix=STEPS
+// STEPS: the cosine schedule needs total-steps > warmup-steps >= 0 (got 10 and 10)

@@ -53,11 +53,12 @@ def main():
     loss.backward()
     ref_grads = [W1.grad.numpy().copy(), W2.grad.numpy().copy()]
 
-    def torch_trajectory(make_opt, clip=0.0):
+    def torch_trajectory(make_opt, clip=0.0, lam=None):
         with torch.no_grad():
             W1.copy_(torch.tensor(w1))
             W2.copy_(torch.tensor(w2))
         opt = make_opt([W1, W2])
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lam) if lam else None
         losses = []
         for _ in range(steps):
             opt.zero_grad()
@@ -67,6 +68,8 @@ def main():
             if clip:
                 torch.nn.utils.clip_grad_norm_([W1, W2], clip)
             opt.step()
+            if sched:
+                sched.step()
         return losses
 
     # par: gradients once, then each optimizer's trajectory.
@@ -87,6 +90,17 @@ def main():
     _, adamw = par_trajectory("adamw", "--par-optimizer=optimizer=adamw lr=0.01")
     _, clipped = par_trajectory("clip", "--par-optimizer=optimizer=sgd lr=0.1 clip-norm=0.5")
     ref_clipped = torch_trajectory(lambda p: torch.optim.SGD(p, lr=0.1), clip=0.5)
+    _, cosine = par_trajectory(
+        "cosine", "--par-optimizer=optimizer=adamw lr=0.02 schedule=cosine "
+                  "warmup-steps=5 total-steps=20")
+
+    def factor(t):  # the schedule of step t (1-based)
+        if t <= 5:
+            return t / 5
+        return 0.5 * (1 + np.cos(np.pi * min(1.0, (t - 5) / 15)))
+    ref_cosine = torch_trajectory(lambda p: torch.optim.AdamW(
+        p, lr=0.02, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01),
+        lam=lambda k: factor(k + 1))
     ref_sgd = torch_trajectory(lambda p: torch.optim.SGD(p, lr=0.1))
     ref_adamw = torch_trajectory(lambda p: torch.optim.AdamW(
         p, lr=0.01, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01))
@@ -104,7 +118,8 @@ def main():
         check("grad w%d vs torch" % (k + 1), float(np.abs(g - r).max() / np.abs(r).max()), 1e-4)
     for name, mine, ref, tol in (("SGD", sgd, ref_sgd, 1e-4),
                                  ("AdamW", adamw, ref_adamw, 1e-3),
-                                 ("SGD clip-norm 0.5", clipped, ref_clipped, 1e-4)):
+                                 ("SGD clip-norm 0.5", clipped, ref_clipped, 1e-4),
+                                 ("AdamW warmup+cosine", cosine, ref_cosine, 1e-3)):
         traj = max(abs(a - b) / abs(b) for a, b in zip(mine, ref))
         check("%d %s steps, loss trajectory vs torch (%.4g -> %.4g)"
               % (steps, name, ref[0], ref[-1]), traj, tol)

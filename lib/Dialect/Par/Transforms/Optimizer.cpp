@@ -10,6 +10,8 @@
 
 #include "par/Dialect/Par/Transforms/Passes.h"
 
+#include <cmath>
+
 #define DEBUG_TYPE "par-optimizer"
 
 namespace mlir::par {
@@ -29,6 +31,18 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adamw") {
       getOperation().emitError() << "unknown optimizer '" << optimizer
                                  << "' (expected sgd, momentum or adamw)";
+      return signalPassFailure();
+    }
+    if (schedule != "constant" && schedule != "cosine") {
+      getOperation().emitError() << "unknown schedule '" << schedule
+                                 << "' (expected constant or cosine)";
+      return signalPassFailure();
+    }
+    if (schedule == "cosine" && (warmupSteps < 0 || totalSteps <= warmupSteps)) {
+      getOperation().emitError()
+          << "the cosine schedule needs total-steps > warmup-steps >= 0 (got "
+          << static_cast<int64_t>(totalSteps) << " and "
+          << static_cast<int64_t>(warmupSteps) << ")";
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> todo;
@@ -70,15 +84,18 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         argTypes.push_back(fn.getArgumentTypes()[p]);
     Type lossType = grad.getResultTypes()[0];
     bool adamw = optimizer == "adamw";
-    if (adamw)
-      argTypes.push_back(lossType); // the step number t
+    bool cosine = schedule == "cosine";
+    // The step number t: AdamW's bias correction and the schedule need it.
+    bool hasStep = adamw || cosine;
+    if (hasStep)
+      argTypes.push_back(lossType);
     SmallVector<Type> resultTypes{lossType};
     for (unsigned p : params)
       resultTypes.push_back(fn.getArgumentTypes()[p]);
     for (unsigned k = 0; k < statePerParam; ++k)
       for (unsigned p : params)
         resultTypes.push_back(fn.getArgumentTypes()[p]);
-    if (adamw)
+    if (hasStep)
       resultTypes.push_back(lossType);
 
     std::string name = (fn.getName() + "_step").str();
@@ -96,7 +113,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     // State starts at zero; the step number at one.
     for (unsigned i = fn.getNumArguments(); i < argTypes.size(); ++i)
       step.setArgAttr(i, ParDialect::kInitAttrName,
-                      b.getStringAttr(adamw && i + 1 == argTypes.size()
+                      b.getStringAttr(hasStep && i + 1 == argTypes.size()
                                           ? "ones"
                                           : "zeros"));
     for (unsigned k = 0; k < statePerParam; ++k)
@@ -111,7 +128,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         b, loc, grad, args.take_front(fn.getNumArguments()));
     SmallVector<Value> results{call.getResult(0)};
     SmallVector<Value> newState;
-    Value t = adamw ? args.back() : Value();
+    Value t = hasStep ? args.back() : Value();
 
     // Clipping by the global norm: one scalar factor for all gradients.
     SmallVector<Value> grads;
@@ -202,7 +219,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         ins.push_back(args[fn.getNumArguments() + k * params.size() + j]);
         maps.push_back(id);
       }
-      if (adamw) {
+      int64_t tIndex = ins.size();
+      if (hasStep) {
         ins.push_back(t);
         maps.push_back(scalar);
       }
@@ -216,6 +234,30 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
             Value pv = a[0], gv = a[1];
             Value lr = cst(nb, l, this->lr);
+            if (cosine) {
+              // lr * (t <= W ? t / W : 0.5 (1 + cos(pi min(1, (t-W)/(T-W)))))
+              Value tv = a[tIndex];
+              double W = warmupSteps, T = totalSteps;
+              Value warm = W > 0 ? arith::DivFOp::create(nb, l, tv, cst(nb, l, W))
+                                       .getResult()
+                                 : cst(nb, l, 1.0);
+              Value prog = arith::DivFOp::create(
+                  nb, l, arith::SubFOp::create(nb, l, tv, cst(nb, l, W)),
+                  cst(nb, l, T - W));
+              prog = arith::MinimumFOp::create(
+                  nb, l, arith::MaximumFOp::create(nb, l, prog, cst(nb, l, 0.0)),
+                  cst(nb, l, 1.0));
+              Value cosv = math::CosOp::create(
+                  nb, l, arith::MulFOp::create(nb, l, prog, cst(nb, l, M_PI)));
+              Value decayf = arith::MulFOp::create(
+                  nb, l, cst(nb, l, 0.5),
+                  arith::AddFOp::create(nb, l, cst(nb, l, 1.0), cosv));
+              Value inWarmup = arith::CmpFOp::create(
+                  nb, l, arith::CmpFPredicate::OLE, tv, cst(nb, l, W));
+              Value factor =
+                  arith::SelectOp::create(nb, l, inWarmup, warm, decayf);
+              lr = arith::MulFOp::create(nb, l, lr, factor);
+            }
             if (optimizer == "sgd") {
               Value d = arith::MulFOp::create(nb, l, lr, gv);
               linalg::YieldOp::create(
@@ -232,7 +274,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
               return;
             }
             // AdamW.
-            Value m = a[2], v = a[3], tv = a[4];
+            Value m = a[2], v = a[3], tv = a[tIndex];
             Value one = cst(nb, l, 1.0);
             Value b1 = cst(nb, l, beta1), b2 = cst(nb, l, beta2);
             Value nm = arith::AddFOp::create(
@@ -254,7 +296,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                 cst(nb, l, epsilon));
             Value adam = arith::DivFOp::create(nb, l, mhat, denom);
             Value decay = arith::MulFOp::create(
-                nb, l, cst(nb, l, this->lr * weightDecay), pv);
+                nb, l, arith::MulFOp::create(nb, l, lr, cst(nb, l, weightDecay)),
+                pv);
             Value np = arith::SubFOp::create(
                 nb, l,
                 arith::SubFOp::create(nb, l, pv, decay),
@@ -269,7 +312,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     for (unsigned k = 0; k < statePerParam; ++k)
       for (unsigned j = 0; j < params.size(); ++j)
         results.push_back(newState[j * statePerParam + k]);
-    if (adamw) {
+    if (hasStep) {
       auto tt = cast<RankedTensorType>(t.getType());
       Value one = arith::ConstantOp::create(
           b, loc, DenseElementsAttr::get(
@@ -290,7 +333,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         feedback.push_back(next++);
         feedback.push_back(fn.getNumArguments() + k * params.size() + j);
       }
-    if (adamw) {
+    if (hasStep) {
       feedback.push_back(next);
       feedback.push_back(argTypes.size() - 1);
     }

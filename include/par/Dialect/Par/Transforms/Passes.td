@@ -58,6 +58,11 @@ def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
       per parameter, then the step number `t` (a scalar tensor, 1 for the
       first step; the step returns t + 1).
 
+    With `schedule=cosine` the learning rate of step t (1-based) is
+    `lr * t / W` for t <= W (warmup-steps) and then
+    `lr * 0.5 * (1 + cos(pi * min(1, (t - W) / (T - W))))` (T = total-steps);
+    the step number t is then an argument (and result) for every optimizer.
+
     With `clip-norm=c > 0` every gradient is first scaled by
     `min(1, c / (norm + 1e-6))`, `norm` being the L2 norm of all gradients
     together (PyTorch's clip_grad_norm_). Each squared sum is a reduction
@@ -80,7 +85,14 @@ def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.01",
            "AdamW decoupled weight decay">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0",
-           "Clip gradients by their global L2 norm (0: no clipping)">
+           "Clip gradients by their global L2 norm (0: no clipping)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"constant\"",
+           "Learning-rate schedule: constant or cosine (linear warmup, then "
+           "cosine decay to 0 at total-steps)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Warmup steps of the cosine schedule">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
+           "Steps of the cosine schedule (must exceed warmup-steps)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",
