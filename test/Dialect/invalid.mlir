@@ -1179,3 +1179,11 @@ func.func @feedback_type(%x: tensor<4xf32>) -> tensor<8xf32> attributes {par.fee
   %0 = tensor.empty() : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+// Tests that par.param and par.init belong on arguments, not results.
+// expected-error @+1 {{unknown par attribute "par.param" on a function result}}
+func.func @param_result(%x: tensor<4xf32>) -> (tensor<4xf32> {par.param}) {
+  return %x : tensor<4xf32>
+}

@@ -360,21 +360,6 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() == kGlobalTypeAttrName)
     return verifyGlobalType(op, attr);
-  if (attr.getName() == kInitAttrName) {
-    auto str = dyn_cast<StringAttr>(attr.getValue());
-    StringRef v = str ? str.getValue() : "";
-    double scale;
-    if (!str || !(v == "zeros" || v == "ones" ||
-                  (v.consume_front("uniform:") && !v.getAsDouble(scale))))
-      return op->emitError("'par.init' must be \"zeros\", \"ones\" or "
-                           "\"uniform:<scale>\"");
-    return success();
-  }
-  if (attr.getName() == kParamAttrName) {
-    if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError("'par.param' is a unit attribute");
-    return success();
-  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute " << attr.getName()
                            << " on a function result";
