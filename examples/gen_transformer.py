@@ -417,6 +417,19 @@ def mlp(em, x, shape, p):
 # Module
 # ---------------------------------------------------------------------------
 
+def blocks(em, h, act, layers, heads):
+    """The stack of pre-LN blocks (attention, then MLP, each residual)."""
+    for l, p in enumerate(layers):
+        em.comment("---- layer %d ----" % l)
+        n1 = layer_norm(em, h, act, p["ln1_g"], p["ln1_b"])
+        a, _ = attention(em, n1, act, p, heads)
+        h = add(em, h, a, act)
+        n2 = layer_norm(em, h, act, p["ln2_g"], p["ln2_b"])
+        m = mlp(em, n2, act, p)
+        h = add(em, h, m, act)
+    return h
+
+
 def sharding_attr(dims):
     """#par.sharding<@mesh, [...]> with one axis list per tensor dim."""
     parts = ", ".join("{%s}" % ", ".join('"%s"' % a for a in axes)
@@ -455,14 +468,7 @@ def generate(args):
 
     # Body.
     h = "%x"
-    for l, p in enumerate(layers):
-        em.comment("---- layer %d ----" % l)
-        n1 = layer_norm(em, h, act, p["ln1_g"], p["ln1_b"])
-        a, _ = attention(em, n1, act, p, nh)
-        h = add(em, h, a, act)
-        n2 = layer_norm(em, h, act, p["ln2_g"], p["ln2_b"])
-        m = mlp(em, n2, act, p)
-        h = add(em, h, m, act)
+    h = blocks(em, h, act, layers, nh)
     em.comment("---- final LayerNorm ----")
     out = layer_norm(em, h, act, "%lnf_g", "%lnf_b")
     em.emit("return %s : %s" % (out, em.ty(act)))
@@ -581,14 +587,7 @@ def generate_gpt(args):
     h = em.generic([(tok3, act), ("%wpe", [s, d])], em.empty(act), act,
                    [identity_map(3), "d1, d2", identity_map(3)],
                    ["parallel"] * 3, add_pos, hint="emb")
-    for l, p in enumerate(layers):
-        em.comment("---- layer %d ----" % l)
-        n1 = layer_norm(em, h, act, p["ln1_g"], p["ln1_b"])
-        a, _ = attention(em, n1, act, p, nh)
-        h = add(em, h, a, act)
-        n2 = layer_norm(em, h, act, p["ln2_g"], p["ln2_b"])
-        m = mlp(em, n2, act, p)
-        h = add(em, h, m, act)
+    h = blocks(em, h, act, layers, nh)
     em.comment("---- final LayerNorm, LM head, cross-entropy ----")
     hf = layer_norm(em, h, act, "%lnf_g", "%lnf_b")
     hf2, _ = em.collapse(hf, act, [[0, 1], [2]])
