@@ -505,23 +505,28 @@ def generate_gpt(args):
     params...) -> tensor<f32>`, parameters marked `par.param` for
     par-autodiff. Token lookups are one-hot matmuls (shardable, and
     differentiable through the matmul rule); the loss is the mean of
-    -log softmax(logits)[target]."""
+    -log softmax(logits)[target].
+
+    Also `func.func @gpt_logits(tokens, params...) -> tensor<BxSxV>`: the
+    same network without the loss, for sampling (`par-run --sample`). Its
+    arguments are @gpt's without the targets, in the same order and with the
+    same shardings (not marked as parameters: nothing differentiates it)."""
     b, s, d, nh, f, v = args.batch, args.seq, args.dmodel, args.heads, args.ffn, args.vocab
     dt = args.dtype
     par = not args.no_par
-    em = Emitter(dt)
     act = [b, s, d]
     n = b * s
 
     def attr(dims, param=True, init=None):
-        entries = ["par.param"] if param else []
+        """(is a parameter, the other argument attributes)"""
+        entries = []
         if init:
             entries.append('par.init = "%s"' % init)
         if par and dims is not None:
             parts = ", ".join("{%s}" % ", ".join('"%s"' % a for a in axes)
                               for axes in dims)
             entries.append("par.sharding = #par.sharding<@mesh, [%s]>" % parts)
-        return "{%s}" % ", ".join(entries) if entries else ""
+        return param, entries
 
     col, row, rep = [[], ["tp"]], [["tp"], []], None
     fargs = [("%tokens", [b, s], "i64", attr([["dp"], []], param=False)),
@@ -551,70 +556,77 @@ def generate_gpt(args):
               ("%lnf_b", [d], dt, attr(rep, init="zeros")),
               ("%whead", [d, v], dt, attr(rep, init="uniform:%g" % (d ** -0.5)))]
 
-    one, zero = em.const(1.0), em.const(0.0)
+    def emit_body(with_loss):
+        em = Emitter(dt)
+        one, zero = em.const(1.0), em.const(0.0)
 
-    def onehot(tok, shape):
-        """tensor<shape x vocab>: 1.0 where the last index equals the token."""
-        out_shape = shape + [v]
-        e = em.empty(out_shape)
-        name = em.fresh("onehot")
-        r = len(out_shape)
-        dims = ", ".join("d%d" % i for i in range(r))
-        tmap = "affine_map<(%s) -> (%s)>" % (dims, ", ".join("d%d" % i for i in range(r - 1)))
-        omap = "affine_map<(%s) -> (%s)>" % (dims, dims)
-        em.emit("%s = linalg.generic {indexing_maps = [%s, %s], iterator_types = [%s]}"
-                % (name, tmap, omap, ", ".join(['"parallel"'] * r)))
-        em.emit("    ins(%s : tensor<%sxi64>) outs(%s : %s) {"
-                % (tok, "x".join(str(x) for x in shape), e, em.ty(out_shape)))
-        em.emit("^bb0(%%t: i64, %%o: %s):" % dt)
-        em.emit("%%i = linalg.index %d : index" % (r - 1), indent=8)
+        def onehot(tok, shape):
+            """tensor<shape x vocab>: 1.0 where the last index equals the token."""
+            out_shape = shape + [v]
+            e = em.empty(out_shape)
+            name = em.fresh("onehot")
+            r = len(out_shape)
+            dims = ", ".join("d%d" % i for i in range(r))
+            tmap = "affine_map<(%s) -> (%s)>" % (dims, ", ".join("d%d" % i for i in range(r - 1)))
+            omap = "affine_map<(%s) -> (%s)>" % (dims, dims)
+            em.emit("%s = linalg.generic {indexing_maps = [%s, %s], iterator_types = [%s]}"
+                    % (name, tmap, omap, ", ".join(['"parallel"'] * r)))
+            em.emit("    ins(%s : tensor<%sxi64>) outs(%s : %s) {"
+                    % (tok, "x".join(str(x) for x in shape), e, em.ty(out_shape)))
+            em.emit("^bb0(%%t: i64, %%o: %s):" % dt)
+            em.emit("%%i = linalg.index %d : index" % (r - 1), indent=8)
+            em.emit("%t_idx = arith.index_cast %t : i64 to index", indent=8)
+            em.emit("%eq = arith.cmpi eq, %i, %t_idx : index", indent=8)
+            em.emit("%%sel = arith.select %%eq, %s, %s : %s" % (one, zero, dt), indent=8)
+            em.emit("linalg.yield %%sel : %s" % dt, indent=8)
+            em.emit("} -> %s" % em.ty(out_shape))
+            return name
+
+        em.comment("---- embeddings: one-hot(tokens) x wte + wpe ----")
+        oh = onehot("%tokens", [b, s])
+        oh2, _ = em.collapse(oh, [b, s, v], [[0, 1], [2]])
+        tok_emb, _ = em.matmul(oh2, [n, v], "%wte", [v, d])
+        tok3 = em.expand(tok_emb, [n, d], [[0, 1], [2]], act)
+
+        def add_pos(ins, out):
+            bd = Body(dt)
+            return bd.lines, bd.op("arith.addf", ins[0], ins[1])
+        h = em.generic([(tok3, act), ("%wpe", [s, d])], em.empty(act), act,
+                       [identity_map(3), "d1, d2", identity_map(3)],
+                       ["parallel"] * 3, add_pos, hint="emb")
+        h = blocks(em, h, act, layers, nh)
+        em.comment("---- final LayerNorm, LM head, cross-entropy ----")
+        hf = layer_norm(em, h, act, "%lnf_g", "%lnf_b")
+        hf2, _ = em.collapse(hf, act, [[0, 1], [2]])
+        logits, _ = em.matmul(hf2, [n, d], "%whead", [d, v])
+        if not with_loss:
+            out = em.expand(logits, [n, v], [[0, 1], [2]], [b, s, v])
+            em.emit("return %s : %s" % (out, em.ty([b, s, v])))
+            return em
+        probs = em.softmax(logits, [n, v], 1)
+        tg = em.fresh("tg")
+        em.emit("%s = tensor.collapse_shape %%targets [[0, 1]] : tensor<%dx%dxi64> into tensor<%dxi64>"
+                % (tg, b, s, n))
+        lz = em.zeros([])
+        loss = em.fresh("loss")
+        scale = em.const(-1.0 / n)
+        em.emit("%s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, "
+                "affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> ()>], "
+                "iterator_types = [\"reduction\", \"reduction\"]}" % loss)
+        em.emit("    ins(%s, %s : %s, tensor<%dxi64>) outs(%s : tensor<%s>) {"
+                % (probs, tg, em.ty([n, v]), n, lz, dt))
+        em.emit("^bb0(%%p: %s, %%t: i64, %%acc: %s):" % (dt, dt))
+        em.emit("%i = linalg.index 1 : index", indent=8)
         em.emit("%t_idx = arith.index_cast %t : i64 to index", indent=8)
         em.emit("%eq = arith.cmpi eq, %i, %t_idx : index", indent=8)
-        em.emit("%%sel = arith.select %%eq, %s, %s : %s" % (one, zero, dt), indent=8)
-        em.emit("linalg.yield %%sel : %s" % dt, indent=8)
-        em.emit("} -> %s" % em.ty(out_shape))
-        return name
-
-    em.comment("---- embeddings: one-hot(tokens) x wte + wpe ----")
-    oh = onehot("%tokens", [b, s])
-    oh2, _ = em.collapse(oh, [b, s, v], [[0, 1], [2]])
-    tok_emb, _ = em.matmul(oh2, [n, v], "%wte", [v, d])
-    tok3 = em.expand(tok_emb, [n, d], [[0, 1], [2]], act)
-
-    def add_pos(ins, out):
-        bd = Body(dt)
-        return bd.lines, bd.op("arith.addf", ins[0], ins[1])
-    h = em.generic([(tok3, act), ("%wpe", [s, d])], em.empty(act), act,
-                   [identity_map(3), "d1, d2", identity_map(3)],
-                   ["parallel"] * 3, add_pos, hint="emb")
-    h = blocks(em, h, act, layers, nh)
-    em.comment("---- final LayerNorm, LM head, cross-entropy ----")
-    hf = layer_norm(em, h, act, "%lnf_g", "%lnf_b")
-    hf2, _ = em.collapse(hf, act, [[0, 1], [2]])
-    logits, _ = em.matmul(hf2, [n, d], "%whead", [d, v])
-    probs = em.softmax(logits, [n, v], 1)
-    tg = em.fresh("tg")
-    em.emit("%s = tensor.collapse_shape %%targets [[0, 1]] : tensor<%dx%dxi64> into tensor<%dxi64>"
-            % (tg, b, s, n))
-    lz = em.zeros([])
-    loss = em.fresh("loss")
-    scale = em.const(-1.0 / n)
-    em.emit("%s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, "
-            "affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> ()>], "
-            "iterator_types = [\"reduction\", \"reduction\"]}" % loss)
-    em.emit("    ins(%s, %s : %s, tensor<%dxi64>) outs(%s : tensor<%s>) {"
-            % (probs, tg, em.ty([n, v]), n, lz, dt))
-    em.emit("^bb0(%%p: %s, %%t: i64, %%acc: %s):" % (dt, dt))
-    em.emit("%i = linalg.index 1 : index", indent=8)
-    em.emit("%t_idx = arith.index_cast %t : i64 to index", indent=8)
-    em.emit("%eq = arith.cmpi eq, %i, %t_idx : index", indent=8)
-    em.emit("%%lp = math.log %%p : %s" % dt, indent=8)
-    em.emit("%%nl = arith.mulf %%lp, %s : %s" % (scale, dt), indent=8)
-    em.emit("%%sel = arith.select %%eq, %%nl, %s : %s" % (zero, dt), indent=8)
-    em.emit("%%sum = arith.addf %%acc, %%sel : %s" % dt, indent=8)
-    em.emit("linalg.yield %%sum : %s" % dt, indent=8)
-    em.emit("} -> tensor<%s>" % dt)
-    em.emit("return %s : tensor<%s>" % (loss, dt))
+        em.emit("%%lp = math.log %%p : %s" % dt, indent=8)
+        em.emit("%%nl = arith.mulf %%lp, %s : %s" % (scale, dt), indent=8)
+        em.emit("%%sel = arith.select %%eq, %%nl, %s : %s" % (zero, dt), indent=8)
+        em.emit("%%sum = arith.addf %%acc, %%sel : %s" % dt, indent=8)
+        em.emit("linalg.yield %%sum : %s" % dt, indent=8)
+        em.emit("} -> tensor<%s>" % dt)
+        em.emit("return %s : tensor<%s>" % (loss, dt))
+        return em
 
     lines = ["// Generated by examples/gen_transformer.py %s" % " ".join(sys.argv[1:]),
              "// GPT: %d layer(s) batch=%d seq=%d dmodel=%d heads=%d ffn=%d vocab=%d dtype=%s"
@@ -622,16 +634,25 @@ def generate_gpt(args):
              "module {"]
     if par:
         lines.append('  par.mesh @mesh ["dp"=%d, "tp"=%d]' % (args.dp, args.tp))
-    arg_strs = []
-    for name, shape, ety, a in fargs:
-        arg_strs.append("%s: tensor<%sx%s>%s" % (name, "x".join(str(x) for x in shape),
-                                                 ety, (" " + a) if a else ""))
-    lines.append("  func.func @gpt(")
-    lines.append(",\n".join("      " + a for a in arg_strs))
-    lines.append("  ) -> tensor<%s> {" % dt)
-    lines.extend(em.const_lines)
-    lines.extend(em.lines)
-    lines.append("  }")
+    def function(name, em, args, result, params):
+        """Appends `func.func @name`; `params`: mark parameters par.param."""
+        arg_strs = []
+        for an, shape, ety, (is_param, entries) in args:
+            entries = (["par.param"] if params and is_param else []) + entries
+            arg_strs.append("%s: tensor<%sx%s>%s" % (
+                an, "x".join(str(x) for x in shape), ety,
+                " {%s}" % ", ".join(entries) if entries else ""))
+        lines.append("  func.func @%s(" % name)
+        lines.append(",\n".join("      " + a for a in arg_strs))
+        lines.append("  ) -> %s {" % result)
+        lines.extend(em.const_lines)
+        lines.extend(em.lines)
+        lines.append("  }")
+
+    function("gpt", emit_body(True), fargs, "tensor<%s>" % dt, params=True)
+    function("gpt_logits", emit_body(False),
+             [a for a in fargs if a[0] != "%targets"],
+             "tensor<%dx%dx%dx%s>" % (b, s, v, dt), params=False)
     lines.append("}")
     return "\n".join(lines) + "\n"
 

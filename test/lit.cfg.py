@@ -10,7 +10,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.par_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "no-crash.py", "chunk.py", "make_npy.py", "gradcheck.py", "optimcheck.py", "torch_parity.py"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "no-crash.py", "chunk.py", "make_npy.py", "gradcheck.py", "optimcheck.py", "torch_parity.py", "gpt_torch_parity.py"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%par_src_root", config.par_src_root))
@@ -19,7 +19,7 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.par_tools_dir, config.llvm_tools_dir]
-tools = ["par-opt", "par-compile", "par-run", "not", "count", "FileCheck", "mlir-translate"]
+tools = ["par-opt", "par-pipeline-sim", "par-compile", "par-run", "not", "count", "FileCheck", "mlir-translate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Runtime tests (test/Runtime): MPI jobs on this machine. Open MPI refuses to

@@ -12,3 +12,7 @@ func.func @loss(%w: tensor<4xf32> {par.param}) -> tensor<f32> {
 // SCHED: unknown schedule 'linear' (expected constant or cosine)
 // RUN: not par-opt %s "--par-optimizer=schedule=cosine warmup-steps=10 total-steps=10" 2>&1 | FileCheck %s --check-prefix=STEPS
 // STEPS: the cosine schedule needs total-steps > warmup-steps >= 0 (got 10 and 10)
+// RUN: not par-opt %s "--par-optimizer=micro-batches=0" 2>&1 | FileCheck %s --check-prefix=MB0
+// MB0: micro-batches must be >= 1 (got 0)
+// RUN: not par-opt %S/Inputs/scalar-data.mlir --par-autodiff "--par-optimizer=micro-batches=2" 2>&1 | FileCheck %s --check-prefix=MBSCALAR
+// MBSCALAR: scalar-data.mlir:3:1: error: 'func.func' op cannot accumulate micro-batches: data argument #0 ('tensor<f32>') has no static batch dim 0 to stack them along

@@ -30,6 +30,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <sys/stat.h>
@@ -60,6 +61,11 @@ struct Options {
   int64_t repeat = 1;
   int64_t steps = 0;
   std::string lossCsv;
+  std::string lossPlot;   // --loss-plot: an SVG of the loss per step
+  int64_t sample = 0;     // --sample N: characters to sample after training
+  std::string prompt = "\n";
+  double temperature = 0.8;
+  std::string sampleEntry;
   std::string data;
   int64_t tokensArg = 0, targetsArg = 1;
   double rtol = -1; // --rtol: overrides the per-dtype verify tolerance
@@ -80,7 +86,13 @@ void usage() {
           "feeding\n             new parameters and state back, printing the "
           "loss\n"
           "  --repeat K  run the program K times (after one warm-up run when "
-          "K > 1)\n             and report the best and median time\n");
+          "K > 1)\n             and report the best and median time\n"
+          "  --loss-plot FILE.svg  with --steps: plot the loss per step\n"
+          "  --sample N  after training, sample N characters from the model "
+          "with\n             the logits entry (--sample-entry NAME, default "
+          "the step's\n             name with _step -> _logits), from "
+          "--prompt TEXT (default\n             a newline) at --temperature "
+          "T (default 0.8; 0: greedy)\n");
 }
 
 Options parseArgs(int argc, char **argv) {
@@ -146,6 +158,25 @@ Options parseArgs(int argc, char **argv) {
         fail("--rtol needs a non-negative number, got '" + v + "'");
     } else if (a == "--loss-csv") {
       o.lossCsv = next();
+    } else if (a == "--loss-plot") {
+      o.lossPlot = next();
+    } else if (a == "--sample") {
+      std::string v = next();
+      o.sample = strtoll(v.c_str(), nullptr, 10);
+      if (o.sample <= 0)
+        fail("--sample needs a positive count, got '" + v + "'");
+    } else if (a == "--prompt") {
+      o.prompt = next();
+      if (o.prompt.empty())
+        fail("--prompt needs at least one character");
+    } else if (a == "--temperature") {
+      std::string v = next();
+      char *end = nullptr;
+      o.temperature = strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(o.temperature >= 0))
+        fail("--temperature needs a number >= 0, got '" + v + "'");
+    } else if (a == "--sample-entry") {
+      o.sampleEntry = next();
     } else if (a == "--verify") {
       o.verify = true;
     } else if (a == "-h" || a == "--help") {
@@ -170,6 +201,11 @@ Options parseArgs(int argc, char **argv) {
     fail("--steps and --repeat cannot be combined");
   if (!o.lossCsv.empty() && o.steps == 0)
     fail("--loss-csv needs --steps");
+  if (!o.lossPlot.empty() && o.steps == 0)
+    fail("--loss-plot needs --steps");
+  if (o.sample > 0 && (o.steps == 0 || o.data.empty()))
+    fail("--sample needs --steps and --data (it samples from the trained "
+         "model with the data's character tokenizer)");
   return o;
 }
 
@@ -212,6 +248,8 @@ struct FunctionSpec {
   std::vector<TensorSpec> inputs, outputs;
   /// (result, argument): after a train step the result feeds the argument.
   std::vector<std::pair<size_t, size_t>> feedback;
+  /// Micro-batches a train step accumulates gradients over (1: none).
+  int64_t microBatches = 1;
   int64_t devices() const {
     int64_t n = 1;
     for (int64_t s : axisSizes)
@@ -323,6 +361,11 @@ FunctionSpec loadManifest(const std::string &path, const std::string &entry) {
           fail("manifest: feedback pair out of range in '" + name + "'");
         spec.feedback.push_back({r, a});
       }
+    if (std::optional<int64_t> m = f->getInteger("micro_batches")) {
+      if (*m < 1)
+        fail("manifest: bad micro_batches in '" + name + "'");
+      spec.microBatches = *m;
+    }
     return spec;
   }
   fail("manifest '" + path + "' has no function named '" + entry + "'");
@@ -764,6 +807,220 @@ double feedBack(const FunctionSpec &f, std::vector<char *> &outs,
   return loss;
 }
 
+/// The tokenizer's inverse (charToken).
+char tokenChar(int64_t t) {
+  if (t >= 0 && t <= 94)
+    return (char)(t + 32);
+  return t == 95 ? '\n' : '?';
+}
+
+/// Writes the loss per step as an SVG line plot (opens in any browser).
+void writeLossPlot(const std::string &path, const std::vector<double> &losses,
+                   const std::string &title) {
+  FILE *f = fopen(path.c_str(), "w");
+  if (!f)
+    fail("cannot write '" + path + "': " + strerror(errno));
+  const double W = 640, H = 400, L = 60, R = 20, T = 40, B = 50;
+  double lo = INFINITY, hi = -INFINITY;
+  for (double l : losses)
+    if (std::isfinite(l)) {
+      lo = std::min(lo, l);
+      hi = std::max(hi, l);
+    }
+  if (!std::isfinite(lo)) {
+    lo = 0;
+    hi = 1;
+  }
+  if (hi - lo < 1e-9) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
+  size_t n = losses.size();
+  auto x = [&](double step) {
+    return L + (n > 1 ? (step - 1) / (double)(n - 1) : 0.5) * (W - L - R);
+  };
+  auto y = [&](double v) { return T + (hi - v) / (hi - lo) * (H - T - B); };
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
+          "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+          "<text x=\"%g\" y=\"24\" text-anchor=\"middle\" "
+          "font-size=\"15\">%s</text>\n",
+          W, H, W / 2, title.c_str());
+  // Axes, with 5 ticks each.
+  fprintf(f,
+          "<path d=\"M%g %g V%g H%g\" stroke=\"black\" fill=\"none\"/>\n",
+          L, T, H - B, W - R);
+  for (int i = 0; i <= 4; ++i) {
+    double v = lo + (hi - lo) * i / 4.0;
+    fprintf(f,
+            "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.3g</text>\n"
+            "<path d=\"M%g %g H%g\" stroke=\"#ddd\"/>\n",
+            L - 6, y(v) + 4, v, L, y(v), W - R);
+    double st = 1 + (n > 1 ? (n - 1) * i / 4.0 : 0);
+    fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%.0f</text>\n",
+            x(st), H - B + 18, st);
+  }
+  fprintf(f,
+          "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n"
+          "<text x=\"16\" y=\"%g\" transform=\"rotate(-90 16 %g)\" "
+          "text-anchor=\"middle\">loss</text>\n",
+          (L + W - R) / 2, H - 12, (T + H - B) / 2, (T + H - B) / 2);
+  fprintf(f, "<polyline fill=\"none\" stroke=\"#1f77b4\" "
+             "stroke-width=\"1.5\" points=\"");
+  for (size_t i = 0; i < n; ++i)
+    if (std::isfinite(losses[i]))
+      fprintf(f, "%.1f,%.1f ", x(i + 1), y(losses[i]));
+  fprintf(f, "\"/>\n</svg>\n");
+  fclose(f);
+}
+
+/// Gathers every rank's block of output `t` to rank 0 and assembles the
+/// global tensor there (partial values reduced); other ranks get nothing.
+std::vector<char> assembleGlobal(par_rt_context_t *ctx, const FunctionSpec &f,
+                                 const TensorSpec &t, const char *local,
+                                 int64_t rank, int64_t world) {
+  int64_t bytes = t.localCount() * t.elementSize();
+  std::vector<char> gathered(rank == 0 ? bytes * world : 1);
+  check(par_rt_gather_world(ctx, local, bytes, gathered.data()), ctx,
+        "gathering a result");
+  if (rank != 0)
+    return {};
+  std::vector<double> acc(t.globalCount(), 0.0);
+  std::vector<bool> seen(t.globalCount(), false);
+  for (int64_t r = 0; r < world; ++r) {
+    std::vector<int64_t> c = coordsOf(f, r);
+    // Axes neither splitting a dim nor partial replicate: take one copy.
+    bool contributes = true;
+    for (size_t a = 0; a < f.axisNames.size(); ++a) {
+      bool used = std::find(t.partial.begin(), t.partial.end(),
+                            f.axisNames[a]) != t.partial.end();
+      for (auto &dim : t.dims)
+        used |= std::find(dim.begin(), dim.end(), f.axisNames[a]) != dim.end();
+      if (!used && c[a] != 0)
+        contributes = false;
+    }
+    if (!contributes)
+      continue;
+    const char *block = gathered.data() + r * bytes;
+    forEachElement(t, blockOffset(f, t, c), [&](int64_t l, int64_t g) {
+      double v = loadValue(t, block, l);
+      if (!seen[g])
+        acc[g] = v;
+      else if (t.partialKind == "max")
+        acc[g] = std::max(acc[g], v);
+      else if (t.partialKind == "min")
+        acc[g] = std::min(acc[g], v);
+      else
+        acc[g] += v;
+      seen[g] = true;
+    });
+  }
+  std::vector<char> g(std::max<int64_t>(1, t.globalCount() * t.elementSize()));
+  for (int64_t i = 0; i < t.globalCount(); ++i)
+    storeValue(t, g.data(), i, acc[i]);
+  return g;
+}
+
+/// Samples text from a trained model: the logits entry `s` takes the train
+/// step's arguments without the targets (same order, same layouts), so it
+/// runs on the step's trained parameters as they are, on every rank. Each
+/// character: the context's last `seq` tokens fill every row of the token
+/// batch, and rank 0 draws the next token from softmax(logits / T) at the
+/// last filled position (argmax for T = 0) and broadcasts it.
+std::string sampleText(par_rt_context_t *ctx, const Options &o,
+                       const FunctionSpec &f,
+                       std::vector<std::vector<char>> &stepLocals,
+                       size_t tokensArg, size_t targetsArg, int64_t rank,
+                       int64_t world) {
+  std::string name = o.sampleEntry;
+  if (name.empty()) {
+    name = f.name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, "_step") == 0)
+      name.resize(name.size() - 5);
+    name += "_logits";
+  }
+  FunctionSpec s = loadManifest(o.artifact + "/sharded.json", name);
+  if (s.axisSizes != f.axisSizes)
+    fail("--sample: '" + name + "' runs on a different mesh than '" +
+         f.name + "'");
+  if (tokensArg == targetsArg || s.inputs.size() + 1 > f.inputs.size())
+    fail("--sample: '" + name + "' must take the arguments of '" + f.name +
+         "' without the targets (arg" + std::to_string(targetsArg) + ")");
+  size_t tok = tokensArg < targetsArg ? tokensArg : tokensArg - 1;
+  std::vector<size_t> from; // s's arg i is the step's arg from[i]
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    size_t j = i < targetsArg ? i : i + 1;
+    const TensorSpec &a = s.inputs[i], &b = f.inputs[j];
+    // The tokens may differ in batch (a step that accumulates micro-batches
+    // takes several); everything else is the step's own state.
+    if (i == tok ? a.dtype != "i64" || a.global.size() != 2
+                 : a.dtype != b.dtype || a.local != b.local ||
+                       a.dims != b.dims || a.partial != b.partial)
+      fail("--sample: arg" + std::to_string(i) + " of '" + name +
+           "' does not match arg" + std::to_string(j) + " of '" + f.name +
+           "' (type or sharding)");
+    from.push_back(j);
+  }
+  const TensorSpec &tt = s.inputs[tok];
+  if (s.outputs.size() != 1 || s.outputs[0].global.size() != 3 ||
+      s.outputs[0].global[0] != tt.global[0] ||
+      s.outputs[0].global[1] != tt.global[1])
+    fail("--sample: '" + name + "' must return logits [batch, seq, vocab]");
+  const TensorSpec &lt = s.outputs[0];
+  int64_t seq = tt.global[1], vocab = lt.global[2];
+  Program prog = loadProgram(o.artifact + "/sharded.so", s.name);
+  std::vector<std::vector<char>> args;
+  for (size_t i = 0; i < s.inputs.size(); ++i)
+    args.push_back(i == tok ? std::vector<char>(std::max<int64_t>(
+                                  1, tt.localCount() * tt.elementSize()))
+                            : stepLocals[from[i]]);
+  std::vector<int64_t> coords = coordsOf(s, rank);
+  std::vector<int64_t> context;
+  for (unsigned char c : o.prompt)
+    context.push_back(charToken(c));
+  std::string text;
+  for (int64_t n = 0; n < o.sample; ++n) {
+    int64_t start = std::max<int64_t>(0, (int64_t)context.size() - seq);
+    int64_t used = context.size() - start;
+    forEachElement(tt, blockOffset(s, tt, coords), [&](int64_t l, int64_t g) {
+      int64_t col = g % seq;
+      ((int64_t *)args[tok].data())[l] = col < used ? context[start + col] : 0;
+    });
+    std::vector<char *> outs = call(prog, s, args, /*useLocal=*/true);
+    std::vector<char> logits =
+        assembleGlobal(ctx, s, lt, outs[0], rank, world);
+    free(outs[0]);
+    int64_t next = 0;
+    if (rank == 0) {
+      // Row 0, position used - 1.
+      int64_t base = (used - 1) * vocab;
+      std::vector<double> p(vocab);
+      double best = -INFINITY;
+      for (int64_t v = 0; v < vocab; ++v) {
+        p[v] = loadValue(lt, logits.data(), base + v);
+        if (p[v] > best) {
+          best = p[v];
+          next = v;
+        }
+      }
+      if (o.temperature > 0) {
+        double sum = 0;
+        for (double &x : p)
+          sum += (x = std::exp((x - best) / o.temperature));
+        double u = (generate(o.seed ^ 0x5A3B1Eull, n, 0) + 1.0) / 2.0 * sum;
+        for (next = 0; next + 1 < vocab && u >= p[next]; ++next)
+          u -= p[next];
+      }
+    }
+    check(par_rt_broadcast_world(ctx, &next, sizeof(next), 0), ctx,
+          "broadcasting a sampled token");
+    context.push_back(next);
+    text += tokenChar(next);
+  }
+  return text;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -877,6 +1134,18 @@ int main(int argc, char **argv) {
         fail("cannot write '" + o.lossCsv + "': " + strerror(errno));
       fprintf(csv, "step,loss,seconds\n");
     }
+    if (rank == 0 && !o.data.empty()) {
+      // The global batch: dp replicas x micro-batches x micro-batch rows.
+      int64_t rows = f.inputs[data.tokensArg].global[0];
+      printf("par-run: training %s for %lld steps, global batch %lld "
+             "sequences of %lld tokens",
+             f.name.c_str(), (long long)o.steps, (long long)rows,
+             (long long)f.inputs[data.tokensArg].global[1]);
+      if (f.microBatches > 1)
+        printf(" (%lld micro-batches of %lld, gradients accumulated)",
+               (long long)f.microBatches, (long long)(rows / f.microBatches));
+      printf("\n");
+    }
     double start = par_rt_now_seconds();
     for (int64_t step = 1; step <= o.steps; ++step) {
       for (char *p : outs)
@@ -903,6 +1172,12 @@ int main(int argc, char **argv) {
     }
     if (csv)
       fclose(csv);
+    if (rank == 0 && !o.lossPlot.empty()) {
+      writeLossPlot(o.lossPlot, losses,
+                    "par-run: " + f.name + " on " + std::to_string(world) +
+                        " ranks, loss per step");
+      printf("par-run: wrote the loss plot %s\n", o.lossPlot.c_str());
+    }
     par_rt_context_stats(ctx, &stats);
   }
   for (int64_t it = 0; o.steps == 0 && it < o.repeat + (o.repeat > 1 ? 1 : 0);
@@ -946,49 +1221,8 @@ int main(int argc, char **argv) {
 
   // Gather outputs to rank 0 and assemble the global tensors.
   std::vector<std::vector<char>> globals;
-  for (size_t k = 0; k < f.outputs.size(); ++k) {
-    const TensorSpec &t = f.outputs[k];
-    int64_t bytes = t.localCount() * t.elementSize();
-    std::vector<char> gathered(rank == 0 ? bytes * world : 1);
-    check(par_rt_gather_world(ctx, outs[k], bytes, gathered.data()), ctx,
-          "gathering result" + std::to_string(k));
-    if (rank != 0)
-      continue;
-    std::vector<double> acc(t.globalCount(), 0.0);
-    std::vector<bool> seen(t.globalCount(), false);
-    for (int64_t r = 0; r < world; ++r) {
-      std::vector<int64_t> c = coordsOf(f, r);
-      // Axes neither splitting a dim nor partial replicate: take one copy.
-      bool contributes = true;
-      for (size_t a = 0; a < f.axisNames.size(); ++a) {
-        bool used = std::find(t.partial.begin(), t.partial.end(),
-                              f.axisNames[a]) != t.partial.end();
-        for (auto &dim : t.dims)
-          used |= std::find(dim.begin(), dim.end(), f.axisNames[a]) != dim.end();
-        if (!used && c[a] != 0)
-          contributes = false;
-      }
-      if (!contributes)
-        continue;
-      const char *block = gathered.data() + r * bytes;
-      forEachElement(t, blockOffset(f, t, c), [&](int64_t l, int64_t g) {
-        double v = loadValue(t, block, l);
-        if (!seen[g])
-          acc[g] = v;
-        else if (t.partialKind == "max")
-          acc[g] = std::max(acc[g], v);
-        else if (t.partialKind == "min")
-          acc[g] = std::min(acc[g], v);
-        else
-          acc[g] += v;
-        seen[g] = true;
-      });
-    }
-    std::vector<char> g(std::max<int64_t>(1, t.globalCount() * t.elementSize()));
-    for (int64_t i = 0; i < t.globalCount(); ++i)
-      storeValue(t, g.data(), i, acc[i]);
-    globals.push_back(std::move(g));
-  }
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    globals.push_back(assembleGlobal(ctx, f, f.outputs[k], outs[k], rank, world));
   for (char *p : outs)
     free(p);
 
@@ -1091,6 +1325,18 @@ int main(int argc, char **argv) {
         }
         free(refOut[k]);
       }
+    }
+  }
+  if (o.sample > 0) {
+    std::string text = sampleText(ctx, o, f, locals, data.tokensArg,
+                                  data.targetsArg, rank, world);
+    if (rank == 0) {
+      printf("par-run: sample (%lld characters, temperature %g) after the "
+             "prompt \"",
+             (long long)o.sample, o.temperature);
+      for (char c : o.prompt)
+        printf(c == '\n' ? "\\n" : "%c", c);
+      printf("\":\n%s\n", text.c_str());
     }
   }
   fflush(stdout);

@@ -397,6 +397,13 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
+  if (attr.getName() == kMicroBatchesAttrName) {
+    auto m = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!m || !isa<FunctionOpInterface>(op) || m.getInt() < 1)
+      return op->emitError("'par.micro_batches' must be a positive integer "
+                           "on a function");
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute " << attr.getName();
   auto list = dyn_cast<ArrayAttr>(attr.getValue());

@@ -140,6 +140,9 @@ struct ExportManifestPass
           pairs.push_back(llvm::json::Array{fb[i], fb[i + 1]});
         entry["feedback"] = std::move(pairs);
       }
+      if (auto m = fn->getAttrOfType<IntegerAttr>(
+              ParDialect::kMicroBatchesAttrName))
+        entry["micro_batches"] = m.getInt();
       functions.push_back(std::move(entry));
     });
     if (!ok)

@@ -45,6 +45,11 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           << static_cast<int64_t>(warmupSteps) << ")";
       return signalPassFailure();
     }
+    if (microBatches < 1) {
+      getOperation().emitError() << "micro-batches must be >= 1 (got "
+                                 << static_cast<int64_t>(microBatches) << ")";
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> todo;
     for (auto fn : getOperation().getOps<func::FuncOp>())
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
@@ -55,6 +60,66 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     for (func::FuncOp fn : todo)
       if (failed(buildStep(fn)))
         return signalPassFailure();
+  }
+
+  /// `fn(a)` or `fn(a, b)` applied elementwise (a generic over a's shape).
+  static Value
+  elementwise(OpBuilder &b, Location loc, Value lhs, Value rhs,
+              function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
+    auto type = cast<RankedTensorType>(lhs.getType());
+    int64_t r = type.getRank();
+    SmallVector<Value> ins{lhs};
+    if (rhs)
+      ins.push_back(rhs);
+    SmallVector<AffineMap> maps(ins.size() + 1, b.getMultiDimIdentityMap(r));
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{type}, ins,
+               ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
+                                                  type.getElementType())},
+               maps,
+               SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 linalg::YieldOp::create(nb, l,
+                                         ValueRange{fn(nb, l, a.drop_back())});
+               })
+        .getResult(0);
+  }
+
+  /// The operands of each micro-batch's gradient call: parameters as they
+  /// are, every other argument `[m*B, ...]` viewed as `[B, m, ...]` and
+  /// sliced at k on the m dim (rows i*m + k). The major `B` dim inherits the
+  /// batch's sharding and the sliced dim is never split: no communication.
+  SmallVector<SmallVector<Value>> splitMicroBatches(OpBuilder &b,
+                                                    func::FuncOp fn,
+                                                    ValueRange args) {
+    int64_t m = microBatches;
+    Location loc = fn.getLoc();
+    SmallVector<SmallVector<Value>> out(m, SmallVector<Value>(args));
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+        continue;
+      auto type = cast<RankedTensorType>(arg.getType());
+      auto microType = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      SmallVector<int64_t> wide{microType.getDimSize(0), m};
+      llvm::append_range(wide, type.getShape().drop_front());
+      SmallVector<ReassociationIndices> groups{{0, 1}};
+      for (int64_t d = 1; d < type.getRank(); ++d)
+        groups.push_back({d + 1});
+      auto wideType = RankedTensorType::get(wide, type.getElementType());
+      Value view =
+          tensor::ExpandShapeOp::create(b, loc, wideType, arg, groups);
+      SmallVector<int64_t> sizes(wide);
+      sizes[1] = 1;
+      for (int64_t k = 0; k < m; ++k) {
+        SmallVector<int64_t> offsets(wide.size(), 0);
+        offsets[1] = k;
+        out[k][i] = tensor::ExtractSliceOp::create(
+            b, loc, microType, view, ValueRange{}, ValueRange{}, ValueRange{},
+            b.getDenseI64ArrayAttr(offsets), b.getDenseI64ArrayAttr(sizes),
+            b.getDenseI64ArrayAttr(SmallVector<int64_t>(wide.size(), 1)));
+      }
+    }
+    return out;
   }
 
   LogicalResult buildStep(func::FuncOp fn) {
@@ -79,6 +144,22 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     unsigned statePerParam =
         optimizer == "sgd" ? 0 : optimizer == "momentum" ? 1 : 2;
     SmallVector<Type> argTypes(fn.getArgumentTypes());
+    // With micro-batches, f is the program of one micro-batch and the step
+    // takes m of them: every data argument's dim 0 grows m-fold.
+    if (microBatches > 1)
+      for (auto [i, type] : llvm::enumerate(argTypes)) {
+        if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+          continue;
+        auto tt = dyn_cast<RankedTensorType>(type);
+        if (!tt || tt.getRank() == 0 || tt.isDynamicDim(0))
+          return fn.emitOpError()
+                 << "cannot accumulate micro-batches: data argument #" << i
+                 << " (" << type
+                 << ") has no static batch dim 0 to stack them along";
+        SmallVector<int64_t> shape(tt.getShape());
+        shape[0] *= microBatches;
+        type = RankedTensorType::get(shape, tt.getElementType());
+      }
     for (unsigned k = 0; k < statePerParam; ++k)
       for (unsigned p : params)
         argTypes.push_back(fn.getArgumentTypes()[p]);
@@ -124,16 +205,51 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     Block *body = step.addEntryBlock();
     b.setInsertionPointToStart(body);
     ValueRange args = body->getArguments();
-    auto call = func::CallOp::create(
-        b, loc, grad, args.take_front(fn.getNumArguments()));
-    SmallVector<Value> results{call.getResult(0)};
     SmallVector<Value> newState;
     Value t = hasStep ? args.back() : Value();
+    SmallVector<Value> grads;
+    Value loss;
+    if (microBatches == 1) {
+      auto call = func::CallOp::create(
+          b, loc, grad, args.take_front(fn.getNumArguments()));
+      loss = call.getResult(0);
+      for (unsigned j = 0; j < params.size(); ++j)
+        grads.push_back(call.getResult(1 + j));
+    } else {
+      SmallVector<SmallVector<Value>> slices =
+          splitMicroBatches(b, fn, args.take_front(fn.getNumArguments()));
+      // Sum the micro-batches' losses and gradients, then scale by 1/m.
+      SmallVector<Value> sums;
+      for (ArrayRef<Value> operands : slices) {
+        auto call = func::CallOp::create(b, loc, grad, operands);
+        if (sums.empty()) {
+          sums.assign(call.getResults().begin(), call.getResults().end());
+          continue;
+        }
+        for (auto [k, r] : llvm::enumerate(call.getResults()))
+          sums[k] = elementwise(b, loc, sums[k], r,
+                                [](OpBuilder &nb, Location l, ValueRange a) {
+                                  return arith::AddFOp::create(nb, l, a[0], a[1]);
+                                });
+      }
+      double inv = 1.0 / static_cast<double>(microBatches);
+      for (Value &v : sums)
+        v = elementwise(b, loc, v, Value(),
+                        [&](OpBuilder &nb, Location l, ValueRange a) {
+                          Type et = a[0].getType();
+                          return arith::MulFOp::create(
+                              nb, l, a[0],
+                              arith::ConstantOp::create(
+                                  nb, l, et, nb.getFloatAttr(et, inv)));
+                        });
+      loss = sums[0];
+      grads.assign(sums.begin() + 1, sums.end());
+      step->setAttr(ParDialect::kMicroBatchesAttrName,
+                    b.getI64IntegerAttr(microBatches));
+    }
+    SmallVector<Value> results{loss};
 
     // Clipping by the global norm: one scalar factor for all gradients.
-    SmallVector<Value> grads;
-    for (unsigned j = 0; j < params.size(); ++j)
-      grads.push_back(call.getResult(1 + j));
     if (clipNorm > 0) {
       auto scalarType = cast<RankedTensorType>(lossType);
       Type st = scalarType.getElementType();

@@ -267,18 +267,16 @@ static LogicalResult fixupLocalShapes(Operation *op) {
     return success();
   }
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
-    // Only untouched (full) dims may be split: their size is the local size.
+    // Only untouched (full) dims may be split, so a size larger than the
+    // (now local) source dim is a split full dim: its size is the local
+    // size. (Dropped dims cannot be told from the new result type, which is
+    // why this does not go through getDroppedDims.)
     SmallVector<int64_t> sizes(slice.getStaticSizes());
     auto src = slice.getSourceType();
-    llvm::SmallBitVector dropped = slice.getDroppedDims();
-    for (int64_t d = 0, r = 0; d < src.getRank(); ++d) {
-      if (!dropped.test(d)) {
-        int64_t local = slice.getResultType().getDimSize(r++);
-        if (!ShapedType::isDynamic(sizes[d]) && sizes[d] != local &&
-            sizes[d] != 1)
-          sizes[d] = local;
-      }
-    }
+    for (int64_t d = 0; d < src.getRank(); ++d)
+      if (!ShapedType::isDynamic(sizes[d]) && !src.isDynamicDim(d) &&
+          sizes[d] > src.getDimSize(d))
+        sizes[d] = src.getDimSize(d);
     slice.setStaticSizes(sizes);
     return success();
   }

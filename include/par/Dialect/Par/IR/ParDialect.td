@@ -49,6 +49,10 @@ def Par_Dialect : Dialect {
     /// On a train step: (result, argument) index pairs; after one step the
     /// result is the argument's value for the next (parameters, state).
     static constexpr ::llvm::StringLiteral kFeedbackAttrName = "par.feedback";
+    /// On a train step that accumulates gradients: the number of
+    /// micro-batches each data argument is split into (a positive i64).
+    static constexpr ::llvm::StringLiteral kMicroBatchesAttrName =
+        "par.micro_batches";
   }];
 }
 

@@ -69,6 +69,19 @@ def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
     over its gradient's dims, so with sharded gradients partitioning adds the
     all_reduces that make the norm global.
 
+    With `micro-batches=m > 1` the step accumulates gradients (Megatron's
+    and DeepSpeed's gradient accumulation): `f` is the program of one
+    micro-batch, and the step takes m of them, every non-parameter argument
+    (the data) having an m-fold dim 0. `f_grad` is called once per
+    micro-batch and the losses and gradients are averaged before the update,
+    so for a loss that is a mean over the batch the step equals one step on
+    the whole batch. Micro-batch k takes the rows `i * m + k`: the split is
+    an `expand_shape` to `[B, m, ...]` and a slice of the unsharded `m` dim,
+    so a batch dim sharded over `dp` stays sharded, without communication.
+    The step carries `par.micro_batches = m`. (Each micro-batch's gradients
+    are reduced over `dp` inside its `f_grad` call: m all_reduces per
+    gradient where DDP's no_sync does one.)
+
     ```mlir
     func.func @loss_step(%x, %w {par.param}, ..., %m_w, %v_w, %t) -> (loss, w', m_w', v_w', t')
     ```
@@ -92,7 +105,11 @@ def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
     Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
            "Warmup steps of the cosine schedule">,
     Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
-           "Steps of the cosine schedule (must exceed warmup-steps)">
+           "Steps of the cosine schedule (must exceed warmup-steps)">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Gradient accumulation: the step takes this many micro-batches "
+           "(data arguments stacked along dim 0) and averages their "
+           "gradients">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",

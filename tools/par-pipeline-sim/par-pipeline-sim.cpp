@@ -1,0 +1,584 @@
+//===- par-pipeline-sim.cpp - Simulate and verify pipeline schedules ------===//
+//
+// Builds a pipeline schedule's global timetable, derives the per-rank
+// programs, verifies them under blocking send/recv and prints the metrics
+// next to the published formulas; or verifies a program file; or sweeps
+// every small shape (docs/RationalePipeline.md).
+//
+//   par-pipeline-sim --schedule 1f1b -p 4 -m 8 [--diagram]
+//   par-pipeline-sim --schedule zbh1 -p 4 -m 8 --programs > plan.txt
+//   par-pipeline-sim --verify-file plan.txt
+//   par-pipeline-sim --sweep [-p 8 -m 16 -v 4]
+//
+// Every bad input ends in "par-pipeline-sim: error: ..." and exit code 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Pipeline/Schedule.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace par::pipeline;
+
+namespace {
+
+const char *kUsage =
+    "usage: par-pipeline-sim --schedule gpipe|1f1b|interleaved|zbh1 -p N -m M"
+    " [-v V]\n"
+    "                        [--tf X --tb X --tbi X --tbw X --comm X]\n"
+    "                        [--diagram] [--programs] [--json]\n"
+    "       par-pipeline-sim --verify-file FILE [cost options] [--diagram]"
+    " [--json]\n"
+    "       par-pipeline-sim --sweep [--schedule S] [-p MAXP] [-m MAXM]"
+    " [-v MAXV] [cost options]\n"
+    "\n"
+    "  --schedule S     gpipe, 1f1b, interleaved (Megatron, v chunks per rank,"
+    " m % p == 0)\n"
+    "                   or zbh1 (zero-bubble H1: backward split into BI and"
+    " BW)\n"
+    "  -p, -m, -v       ranks, micro-batches, chunks per rank (v > 1 only for"
+    " interleaved,\n"
+    "                   which defaults to v=2)\n"
+    "  --tf --tb --tbi --tbw --comm\n"
+    "                   action costs (default 1, 2, 1, 1, 0); T_B = T_BI +"
+    " T_BW\n"
+    "  --diagram        add a timeline: one line per rank, one column per time"
+    " unit\n"
+    "  --programs       print the per-rank programs (the --verify-file"
+    " format) instead\n"
+    "  --json           print the report as JSON\n"
+    "  --verify-file F  verify hand-written programs (exit 1 on a deadlock or"
+    " any error)\n"
+    "  --sweep          build and verify every schedule for p=1..MAXP (8),"
+    " m=1..MAXM (16),\n"
+    "                   v=1..MAXV (4), checking the formulas where they"
+    " hold\n";
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "par-pipeline-sim: error: %s\n", message.c_str());
+  return 1;
+}
+
+std::string num(double x) { return formatNumber(x); }
+
+std::string fixed(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6f", x);
+  return buf;
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string jsonNumber(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.10g", x);
+  return buf;
+}
+
+bool near(double a, double b) { return std::fabs(a - b) <= 1e-9 * (1 + std::fabs(b)); }
+
+struct Options {
+  bool haveSchedule = false;
+  ScheduleKind kind = ScheduleKind::OneFOneB;
+  long p = -1, m = -1, v = -1;
+  Costs costs;
+  bool haveTb = false, haveTbi = false, haveTbw = false;
+  bool diagram = false, programs = false, json = false, sweep = false;
+  std::string verifyFile;
+};
+
+bool parseInt(const std::string &flag, const std::string &text, long &out,
+              std::string &error) {
+  char *end = nullptr;
+  errno = 0;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < -1000000000L ||
+      value > 1000000000L) {
+    error = flag + " expects a whole number, got '" + text + "'";
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+bool parseReal(const std::string &flag, const std::string &text, double &out,
+               std::string &error) {
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value)) {
+    error = flag + " expects a number, got '" + text + "'";
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+/// Parses argv; returns "" or a message. Sets `help` for --help.
+std::string parseArgs(int argc, char **argv, Options &o, bool &help) {
+  std::string error;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    bool inlineValue = false;
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      inlineValue = true;
+    }
+    auto takeValue = [&]() -> bool {
+      if (inlineValue)
+        return true;
+      if (i + 1 >= argc) {
+        error = "option " + arg + " needs a value";
+        return false;
+      }
+      value = argv[++i];
+      return true;
+    };
+    auto flagOnly = [&](bool &flag) {
+      if (inlineValue) {
+        error = "option " + arg + " takes no value";
+        return false;
+      }
+      flag = true;
+      return true;
+    };
+    if (arg == "-h" || arg == "--help") {
+      help = true;
+      return "";
+    }
+    bool ok = true;
+    if (arg == "--schedule") {
+      ok = takeValue();
+      if (ok && !parseScheduleKind(value, o.kind))
+        return "unknown schedule '" + value +
+               "' (expected gpipe, 1f1b, interleaved or zbh1)";
+      o.haveSchedule = true;
+    } else if (arg == "-p" || arg == "--p") {
+      ok = takeValue() && parseInt("-p", value, o.p, error);
+    } else if (arg == "-m" || arg == "--m") {
+      ok = takeValue() && parseInt("-m", value, o.m, error);
+    } else if (arg == "-v" || arg == "--v") {
+      ok = takeValue() && parseInt("-v", value, o.v, error);
+    } else if (arg == "--tf") {
+      ok = takeValue() && parseReal(arg, value, o.costs.f, error);
+    } else if (arg == "--tb") {
+      ok = takeValue() && parseReal(arg, value, o.costs.b, error);
+      o.haveTb = true;
+    } else if (arg == "--tbi") {
+      ok = takeValue() && parseReal(arg, value, o.costs.bi, error);
+      o.haveTbi = true;
+    } else if (arg == "--tbw") {
+      ok = takeValue() && parseReal(arg, value, o.costs.bw, error);
+      o.haveTbw = true;
+    } else if (arg == "--comm") {
+      ok = takeValue() && parseReal(arg, value, o.costs.comm, error);
+    } else if (arg == "--verify-file") {
+      ok = takeValue();
+      o.verifyFile = value;
+      if (ok && value.empty())
+        return "--verify-file needs a file name";
+    } else if (arg == "--diagram") {
+      ok = flagOnly(o.diagram);
+    } else if (arg == "--programs") {
+      ok = flagOnly(o.programs);
+    } else if (arg == "--json") {
+      ok = flagOnly(o.json);
+    } else if (arg == "--sweep") {
+      ok = flagOnly(o.sweep);
+    } else {
+      return "unknown option '" + std::string(argv[i]) +
+             "' (--help lists the options)";
+    }
+    if (!ok)
+      return error;
+  }
+  // T_B = T_BI + T_BW, whichever of them were given.
+  Costs &c = o.costs;
+  if (o.haveTb && o.haveTbi && o.haveTbw) {
+    if (!near(c.b, c.bi + c.bw))
+      return "--tb " + num(c.b) + " must equal --tbi + --tbw (" +
+             num(c.bi + c.bw) + ")";
+  } else if (o.haveTb && o.haveTbi) {
+    c.bw = c.b - c.bi;
+  } else if (o.haveTb && o.haveTbw) {
+    c.bi = c.b - c.bw;
+  } else if (o.haveTb) {
+    c.bi = c.bw = c.b / 2;
+  } else {
+    c.b = c.bi + c.bw;
+  }
+  return "";
+}
+
+std::string costsText(const PipelineShape &shape, const Costs &c) {
+  std::string s = "T_F=" + num(c.f);
+  if (shape.splitBackward)
+    s += " T_BI=" + num(c.bi) + " T_BW=" + num(c.bw);
+  else
+    s += " T_B=" + num(c.b);
+  return s + " T_comm=" + num(c.comm);
+}
+
+std::string peaksText(const std::vector<int> &peaks) {
+  std::string s;
+  for (size_t r = 0; r < peaks.size(); ++r)
+    s += (r ? " " : "") + std::to_string(peaks[r]);
+  return s;
+}
+
+std::string verdict(bool match, const Expected &e) {
+  if (match)
+    return "match";
+  return e.exact ? "MISMATCH" : "differs; the formula holds for " + e.scope;
+}
+
+/// The measured figures shared by generated schedules and program files.
+void printMetrics(const PipelineShape &shape, const Metrics &mt,
+                  const Expected *e) {
+  std::printf("makespan: %s\n", num(mt.makespan).c_str());
+  std::printf("busy: %s of %s rank-time units\n", num(mt.busy).c_str(),
+              num(shape.p * mt.makespan).c_str());
+  std::printf("bubble fraction (idle/total): %s", fixed(mt.bubbleFraction).c_str());
+  if (near(mt.idle, std::round(mt.idle)) &&
+      near(shape.p * mt.makespan, std::round(shape.p * mt.makespan)))
+    std::printf(" = %s/%s", num(mt.idle).c_str(),
+                num(shape.p * mt.makespan).c_str());
+  std::printf("\n");
+  if (e)
+    std::printf("  expected %s = %s: %s\n", e->fractionFormula.c_str(),
+                fixed(e->fraction).c_str(),
+                verdict(near(mt.bubbleFraction, e->fraction), *e).c_str());
+  std::printf("bubble ratio (idle/ideal): %s\n", fixed(mt.bubbleRatio).c_str());
+  if (e)
+    std::printf("  expected %s = %s: %s\n", e->ratioFormula.c_str(),
+                fixed(e->ratio).c_str(),
+                verdict(near(mt.bubbleRatio, e->ratio), *e).c_str());
+  std::printf("peak activations per rank: %s\n",
+              peaksText(mt.peakActivations).c_str());
+  if (e)
+    std::printf("  expected on rank 0: %s = %d: %s\n", e->peakFormula.c_str(),
+                e->peakRank0,
+                mt.peakActivations[0] == e->peakRank0 ? "match" : "MISMATCH");
+  if (shape.v > 1)
+    std::printf("peak activations per rank in micro-batches (chunks / v): ");
+  for (size_t r = 0; shape.v > 1 && r < mt.peakActivations.size(); ++r)
+    std::printf("%s%s", r ? " " : "",
+                num(double(mt.peakActivations[r]) / shape.v).c_str());
+  if (shape.v > 1)
+    std::printf("\n");
+}
+
+void printVerdict(const VerifyResult &vr) {
+  if (vr.ok)
+    std::printf("verify: ok: %u transfers matched under blocking send/recv "
+                "(rendezvous), no deadlock; blocking makespan %s\n",
+                vr.transfers, num(vr.blockingMakespan).c_str());
+  else
+    std::printf("verify: FAILED with %zu error%s (on stderr)\n",
+                vr.errors.size(), vr.errors.size() == 1 ? "" : "s");
+  std::fflush(stdout);
+}
+
+std::string jsonTimetable(const Timetable &tt) {
+  std::string s = "[";
+  for (size_t r = 0; r < tt.ranks.size(); ++r) {
+    s += r ? ",[" : "[";
+    for (size_t i = 0; i < tt.ranks[r].size(); ++i) {
+      const TimedAction &t = tt.ranks[r][i];
+      std::string name = formatAction(t.action);
+      s += (i ? "," : "") + std::string("{\"op\":") +
+           jsonString(name.substr(0, name.find('('))) +
+           ",\"mb\":" + std::to_string(t.action.mb) +
+           ",\"stage\":" + std::to_string(t.action.stage) +
+           ",\"start\":" + jsonNumber(t.start) +
+           ",\"end\":" + jsonNumber(t.end) + "}";
+    }
+    s += "]";
+  }
+  return s + "]";
+}
+
+std::string jsonMetrics(const Metrics &mt) {
+  std::string peaks = "[";
+  for (size_t r = 0; r < mt.peakActivations.size(); ++r)
+    peaks += (r ? "," : "") + std::to_string(mt.peakActivations[r]);
+  return "\"makespan\":" + jsonNumber(mt.makespan) +
+         ",\"busy\":" + jsonNumber(mt.busy) +
+         ",\"idle\":" + jsonNumber(mt.idle) +
+         ",\"bubble_fraction\":" + jsonNumber(mt.bubbleFraction) +
+         ",\"bubble_ratio\":" + jsonNumber(mt.bubbleRatio) +
+         ",\"peak_activations\":" + peaks + "]";
+}
+
+std::string jsonVerify(const VerifyResult &vr) {
+  std::string errors = "[";
+  for (size_t i = 0; i < vr.errors.size(); ++i)
+    errors += (i ? "," : "") + jsonString(vr.errors[i]);
+  return "{\"ok\":" + std::string(vr.ok ? "true" : "false") +
+         ",\"transfers\":" + std::to_string(vr.transfers) +
+         ",\"blocking_makespan\":" + jsonNumber(vr.blockingMakespan) +
+         ",\"errors\":" + errors + "]}";
+}
+
+std::string jsonShape(const PipelineShape &s, const Costs &c) {
+  return "\"p\":" + std::to_string(s.p) + ",\"m\":" + std::to_string(s.m) +
+         ",\"v\":" + std::to_string(s.v) + ",\"backward\":\"" +
+         (s.splitBackward ? "split" : "full") + "\",\"costs\":{\"f\":" +
+         jsonNumber(c.f) + ",\"b\":" + jsonNumber(c.b) +
+         ",\"bi\":" + jsonNumber(c.bi) + ",\"bw\":" + jsonNumber(c.bw) +
+         ",\"comm\":" + jsonNumber(c.comm) + "}";
+}
+
+//===----------------------------------------------------------------------===//
+// Modes
+//===----------------------------------------------------------------------===//
+
+int runSchedule(const Options &o) {
+  if (o.programs && (o.json || o.diagram))
+    return fail("--programs prints only the programs; drop --json and "
+                "--diagram");
+  if (!o.haveSchedule)
+    return fail("no --schedule given (gpipe, 1f1b, interleaved or zbh1)");
+  if (o.p == -1 || o.m == -1)
+    return fail("both -p (ranks) and -m (micro-batches) are required");
+  ScheduleConfig config;
+  config.kind = o.kind;
+  config.shape.p = static_cast<int>(o.p);
+  config.shape.m = static_cast<int>(o.m);
+  config.shape.v = o.v != -1 ? static_cast<int>(o.v)
+                   : o.kind == ScheduleKind::Interleaved ? 2
+                                                          : 1;
+  config.costs = o.costs;
+  if (o.p != config.shape.p || o.m != config.shape.m)
+    return fail("-p/-m out of range");
+  std::string error = validateConfig(config);
+  if (!error.empty())
+    return fail(error);
+  Timetable tt;
+  if (!simulateTimetable(config.shape,
+                         buildComputeOrders(config.kind, config.shape),
+                         config.costs, tt, error))
+    return fail("internal: " + error);
+  Programs programs = derivePrograms(tt);
+  VerifyResult vr = verifyPrograms(config.shape, programs, config.costs);
+  if (o.programs) {
+    std::printf("# %s p=%d m=%d v=%d, %s\n", getScheduleName(config.kind),
+                config.shape.p, config.shape.m, config.shape.v,
+                costsText(config.shape, config.costs).c_str());
+    std::printf("%s", printPrograms(config.shape, programs).c_str());
+  } else if (o.json) {
+    Metrics mt = computeMetrics(tt);
+    Expected e = expectedFigures(config);
+    std::printf(
+        "{\"schedule\":%s,%s,%s,\"expected\":{\"bubble_fraction\":%s,"
+        "\"bubble_ratio\":%s,\"fraction_formula\":%s,\"ratio_formula\":%s,"
+        "\"peak_rank0\":%d,\"exact\":%s},\"verify\":%s,\"timetable\":%s%s}\n",
+        jsonString(getScheduleName(config.kind)).c_str(),
+        jsonShape(config.shape, config.costs).c_str(),
+        jsonMetrics(mt).c_str(), jsonNumber(e.fraction).c_str(),
+        jsonNumber(e.ratio).c_str(), jsonString(e.fractionFormula).c_str(),
+        jsonString(e.ratioFormula).c_str(), e.peakRank0,
+        e.exact ? "true" : "false", jsonVerify(vr).c_str(),
+        jsonTimetable(tt).c_str(),
+        o.diagram ? (",\"diagram\":" + jsonString(renderDiagram(tt))).c_str()
+                  : "");
+  } else {
+    Metrics mt = computeMetrics(tt);
+    Expected e = expectedFigures(config);
+    std::printf("schedule: %s p=%d m=%d v=%d (%d stages)\n",
+                getScheduleName(config.kind), config.shape.p, config.shape.m,
+                config.shape.v, config.shape.numStages());
+    std::printf("costs: %s\n", costsText(config.shape, config.costs).c_str());
+    printMetrics(config.shape, mt, &e);
+    printVerdict(vr);
+    if (o.diagram)
+      std::printf("%s", renderDiagram(tt).c_str());
+  }
+  if (!vr.ok) {
+    for (const std::string &message : vr.errors)
+      fail("internal: generated programs: " + message);
+    return 1;
+  }
+  return 0;
+}
+
+int runVerifyFile(const Options &o) {
+  if (o.haveSchedule || o.p != -1 || o.m != -1 || o.v != -1 || o.programs ||
+      o.sweep)
+    return fail("--verify-file takes the shape from the file's pipeline "
+                "header; drop --schedule, -p, -m, -v, --programs and --sweep");
+  std::ifstream in(o.verifyFile, std::ios::binary);
+  if (!in)
+    return fail("cannot open '" + o.verifyFile + "'");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  PipelineShape shape;
+  Programs programs;
+  std::string error;
+  if (!parsePrograms(buffer.str(), o.verifyFile, shape, programs, error))
+    return fail(error);
+  VerifyResult vr = verifyPrograms(shape, programs, o.costs);
+  Timetable tt;
+  bool haveTimetable =
+      vr.ok && simulateTimetable(shape, computeOnly(programs), o.costs, tt,
+                                 error);
+  if (o.json) {
+    std::printf("{\"file\":%s,%s,\"verify\":%s", jsonString(o.verifyFile).c_str(),
+                jsonShape(shape, o.costs).c_str(), jsonVerify(vr).c_str());
+    if (haveTimetable)
+      std::printf(",%s,\"timetable\":%s", jsonMetrics(computeMetrics(tt)).c_str(),
+                  jsonTimetable(tt).c_str());
+    std::printf("}\n");
+  } else {
+    std::printf("programs: %s: p=%d m=%d v=%d backward=%s\n",
+                o.verifyFile.c_str(), shape.p, shape.m, shape.v,
+                shape.splitBackward ? "split" : "full");
+    std::printf("costs: %s\n", costsText(shape, o.costs).c_str());
+    if (haveTimetable)
+      printMetrics(shape, computeMetrics(tt), nullptr);
+    printVerdict(vr);
+    if (haveTimetable && o.diagram)
+      std::printf("%s", renderDiagram(tt).c_str());
+  }
+  if (vr.ok)
+    return 0;
+  for (const std::string &message : vr.errors)
+    fail(o.verifyFile + ": " + message);
+  return 1;
+}
+
+/// Builds and verifies every schedule up to the given sizes, and checks the
+/// published bubble formulas wherever Expected::exact says they hold.
+int runSweep(const Options &o) {
+  if (o.programs || o.json || o.diagram)
+    return fail("--sweep prints a summary only; drop --programs, --json and "
+                "--diagram");
+  long maxP = o.p == -1 ? 8 : o.p, maxM = o.m == -1 ? 16 : o.m,
+       maxV = o.v == -1 ? 4 : o.v;
+  if (maxP < 1 || maxM < 1 || maxV < 1 || maxP * maxV > 256 || maxM > 256)
+    return fail("--sweep needs 1 <= -p*-v <= 256 and 1 <= -m <= 256");
+  const Costs &c = o.costs;
+  std::vector<ScheduleKind> kinds = {ScheduleKind::GPipe,
+                                     ScheduleKind::OneFOneB,
+                                     ScheduleKind::Interleaved,
+                                     ScheduleKind::ZBH1};
+  if (o.haveSchedule)
+    kinds = {o.kind};
+  unsigned failures = 0, formulaChecks = 0;
+  std::string counts;
+  for (ScheduleKind kind : kinds) {
+    unsigned built = 0;
+    for (long p = 1; p <= maxP; ++p) {
+      for (long m = 1; m <= maxM; ++m) {
+        long lastV = kind == ScheduleKind::Interleaved ? maxV : 1;
+        for (long v = 1; v <= lastV; ++v) {
+          ScheduleConfig config;
+          config.kind = kind;
+          config.shape.p = static_cast<int>(p);
+          config.shape.m = static_cast<int>(m);
+          config.shape.v = static_cast<int>(v);
+          config.costs = c;
+          if (kind == ScheduleKind::Interleaved && m % p != 0)
+            continue;
+          std::string where = std::string(getScheduleName(kind)) +
+                              " p=" + std::to_string(p) +
+                              " m=" + std::to_string(m) +
+                              " v=" + std::to_string(v) + ": ";
+          auto report = [&](const std::string &message) {
+            if (++failures <= 20)
+              std::printf("sweep: FAIL %s%s\n", where.c_str(), message.c_str());
+          };
+          Timetable tt;
+          std::string error;
+          if (!buildTimetable(config, tt, error)) {
+            report(error);
+            continue;
+          }
+          ++built;
+          validateConfig(config); // sets shape.splitBackward for this copy
+          Programs programs = derivePrograms(tt);
+          VerifyResult vr = verifyPrograms(config.shape, programs, c);
+          if (!vr.ok)
+            report(vr.errors.front());
+          Programs orders(p);
+          for (long r = 0; r < p; ++r)
+            for (const TimedAction &t : tt.ranks[r])
+              orders[r].push_back(t.action);
+          if (computeOnly(programs) != orders)
+            report("the programs' compute order differs from the timetable");
+          if (vr.ok && vr.blockingMakespan + 1e-9 < tt.makespan)
+            report("blocking makespan " + num(vr.blockingMakespan) +
+                   " below the timetable's " + num(tt.makespan));
+          Metrics mt = computeMetrics(tt);
+          Expected e = expectedFigures(config);
+          if (mt.peakActivations[0] != e.peakRank0)
+            report("peak activations on rank 0 " +
+                   std::to_string(mt.peakActivations[0]) + ", expected " +
+                   e.peakFormula + " = " + std::to_string(e.peakRank0));
+          if (e.exact) {
+            ++formulaChecks;
+            if (!near(mt.bubbleRatio, e.ratio))
+              report("bubble ratio " + fixed(mt.bubbleRatio) + ", expected " +
+                     e.ratioFormula + " = " + fixed(e.ratio));
+          }
+        }
+      }
+    }
+    counts += (counts.empty() ? "" : ", ") + std::string(getScheduleName(kind)) +
+              " " + std::to_string(built);
+  }
+  std::printf("sweep: p=1..%ld m=1..%ld v=1..%ld, %s; costs T_F=%s T_B=%s "
+              "T_BI=%s T_BW=%s T_comm=%s\n",
+              maxP, maxM, maxV, counts.c_str(), num(c.f).c_str(),
+              num(c.b).c_str(), num(c.bi).c_str(), num(c.bw).c_str(),
+              num(c.comm).c_str());
+  if (failures)
+    return fail("sweep: " + std::to_string(failures) + " failures");
+  std::printf("sweep: all verified deadlock-free under blocking send/recv; "
+              "programs follow the timetable; peak activations match");
+  std::printf("; bubble formula matched on %u", formulaChecks);
+  std::printf("\n");
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  bool help = false;
+  std::string error = parseArgs(argc, argv, o, help);
+  if (help) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  if (!error.empty())
+    return fail(error);
+  if (!o.verifyFile.empty())
+    return runVerifyFile(o);
+  if (o.sweep)
+    return runSweep(o);
+  return runSchedule(o);
+}
