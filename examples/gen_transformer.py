@@ -503,8 +503,10 @@ def generate_gpt(args):
     """A GPT (token + position embedding, pre-LN blocks, final LayerNorm,
     LM head, softmax cross-entropy) as `func.func @gpt(tokens, targets,
     params...) -> tensor<f32>`, parameters marked `par.param` for
-    par-autodiff. Token lookups are one-hot matmuls (shardable, and
-    differentiable through the matmul rule); the loss is the mean of
+    par-autodiff. Token lookups (--embedding) are a gather (a generic over
+    [B, S, D] reading wte[token, d] with tensor.extract, which par-autodiff
+    turns into a scatter-add) or one-hot matmuls; a token outside [0, V)
+    embeds as zeros either way. The loss is the mean of
     -log softmax(logits)[target].
 
     Also `func.func @gpt_logits(tokens, params...) -> tensor<BxSxV>`: the
@@ -582,18 +584,50 @@ def generate_gpt(args):
             em.emit("} -> %s" % em.ty(out_shape))
             return name
 
-        em.comment("---- embeddings: one-hot(tokens) x wte + wpe ----")
-        oh = onehot("%tokens", [b, s])
-        oh2, _ = em.collapse(oh, [b, s, v], [[0, 1], [2]])
-        tok_emb, _ = em.matmul(oh2, [n, v], "%wte", [v, d])
-        tok3 = em.expand(tok_emb, [n, d], [[0, 1], [2]], act)
+        def gather_pos(tok):
+            """wte[tok[b, s], d] + wpe[s, d]: wte is read from above by
+            tensor.extract (an index outside [0, V) is clamped and its row
+            zeroed, as one-hot would), wpe is an operand."""
+            e = em.empty(act)
+            name = em.fresh("emb")
+            maps = ["affine_map<(d0, d1, d2) -> (%s)>" % m
+                    for m in ("d0, d1", "d1, d2", "d0, d1, d2")]
+            em.emit("%s = linalg.generic {indexing_maps = [%s], iterator_types = [%s]}"
+                    % (name, ", ".join(maps), ", ".join(['"parallel"'] * 3)))
+            em.emit("    ins(%s, %%wpe : tensor<%dx%dxi64>, %s) outs(%s : %s) {"
+                    % (tok, b, s, em.ty([s, d]), e, em.ty(act)))
+            em.emit("^bb0(%%t: i64, %%p: %s, %%o: %s):" % (dt, dt))
+            for line in ["%t_idx = arith.index_cast %t : i64 to index",
+                         "%c0_idx = arith.constant 0 : index",
+                         "%%last = arith.constant %d : index" % (v - 1),
+                         "%lo = arith.maxsi %t_idx, %c0_idx : index",
+                         "%row = arith.minsi %lo, %last : index",
+                         "%in = arith.cmpi eq, %row, %t_idx : index",
+                         "%col = linalg.index 2 : index",
+                         "%%w = tensor.extract %%wte[%%row, %%col] : %s" % em.ty([v, d]),
+                         "%%tw = arith.select %%in, %%w, %s : %s" % (zero, dt),
+                         "%%sum = arith.addf %%tw, %%p : %s" % dt,
+                         "linalg.yield %%sum : %s" % dt]:
+                em.emit(line, indent=8)
+            em.emit("} -> %s" % em.ty(act))
+            return name
 
-        def add_pos(ins, out):
-            bd = Body(dt)
-            return bd.lines, bd.op("arith.addf", ins[0], ins[1])
-        h = em.generic([(tok3, act), ("%wpe", [s, d])], em.empty(act), act,
-                       [identity_map(3), "d1, d2", identity_map(3)],
-                       ["parallel"] * 3, add_pos, hint="emb")
+        if args.embedding == "gather":
+            em.comment("---- embeddings: wte[tokens] + wpe (a gather) ----")
+            h = gather_pos("%tokens")
+        else:
+            em.comment("---- embeddings: one-hot(tokens) x wte + wpe ----")
+            oh = onehot("%tokens", [b, s])
+            oh2, _ = em.collapse(oh, [b, s, v], [[0, 1], [2]])
+            tok_emb, _ = em.matmul(oh2, [n, v], "%wte", [v, d])
+            tok3 = em.expand(tok_emb, [n, d], [[0, 1], [2]], act)
+
+            def add_pos(ins, out):
+                bd = Body(dt)
+                return bd.lines, bd.op("arith.addf", ins[0], ins[1])
+            h = em.generic([(tok3, act), ("%wpe", [s, d])], em.empty(act), act,
+                           [identity_map(3), "d1, d2", identity_map(3)],
+                           ["parallel"] * 3, add_pos, hint="emb")
         h = blocks(em, h, act, layers, nh)
         em.comment("---- final LayerNorm, LM head, cross-entropy ----")
         hf = layer_norm(em, h, act, "%lnf_g", "%lnf_b")
@@ -633,7 +667,8 @@ def generate_gpt(args):
              % (args.layers, b, s, d, nh, f, v, dt),
              "module {"]
     if par:
-        lines.append('  par.mesh @mesh ["dp"=%d, "tp"=%d]' % (args.dp, args.tp))
+        pp = ', "pp"=%d' % args.pp if args.pp > 1 else ""
+        lines.append('  par.mesh @mesh ["dp"=%d, "tp"=%d%s]' % (args.dp, args.tp, pp))
     def function(name, em, args, result, params):
         """Appends `func.func @name`; `params`: mark parameters par.param."""
         arg_strs = []
@@ -660,7 +695,7 @@ def generate_gpt(args):
 def check_args(args):
     """Validate shapes; exit 2 with a clear message on failure."""
     errors = []
-    for name in ("layers", "batch", "seq", "dmodel", "heads", "ffn", "dp", "tp"):
+    for name in ("layers", "batch", "seq", "dmodel", "heads", "ffn", "dp", "tp", "pp"):
         if getattr(args, name) < 1:
             errors.append("--%s must be >= 1 (got %d)" % (name, getattr(args, name)))
     if not errors:
@@ -700,6 +735,9 @@ def main(argv=None):
                     help="MLP hidden size (default 4*dmodel)")
     ap.add_argument("--dp", type=int, default=2, help="data-parallel mesh axis size")
     ap.add_argument("--tp", type=int, default=4, help="tensor-parallel mesh axis size")
+    ap.add_argument("--pp", type=int, default=1,
+                    help="pipeline mesh axis size (--gpt; adds a \"pp\" axis "
+                         "that par-pipeline-split/-schedule place stages on)")
     ap.add_argument("--dtype", default="f32", choices=sorted(MASK_VALUE))
     ap.add_argument("--gpt", action="store_true",
                     help="emit a GPT with embeddings, LM head and a "
@@ -707,6 +745,9 @@ def main(argv=None):
                          "par.param) instead of @forward")
     ap.add_argument("--vocab", type=int, default=64,
                     help="vocabulary size (--gpt)")
+    ap.add_argument("--embedding", default="gather", choices=["gather", "onehot"],
+                    help="token embedding lookup (--gpt): a gather of wte's "
+                         "rows (default) or a one-hot matmul")
     ap.add_argument("--no-par", action="store_true",
                     help="omit the par mesh and sharding annotations "
                          "(plain upstream MLIR)")

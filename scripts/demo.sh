@@ -4,7 +4,8 @@
 #     the communication report), compile it, run it on 8 local CPU ranks and
 #     check it against the unsharded program;
 #  2. train a character-level GPT on this README with AdamW on 8 ranks
-#     (dp=2 x tp=4) for 200 steps, the loss falling step by step. (The
+#     (dp=2 x tp=4) for 300 steps, the loss falling step by step (a plot in
+#     build/gpt/loss.svg), then sample a line of text from it. (The
 #     sharded-vs-unsharded loss trajectory is checked by the test suite over
 #     40 steps, test/e2e/gpt.test; over hundreds of f32 AdamW steps rounding
 #     differences grow past AdamW's 1e-3 parity tolerance.)
@@ -25,7 +26,8 @@ python3 examples/gen_transformer.py --gpt --layers 2 --batch 8 --seq 64 \
 build/bin/par-opt build/gpt.mlir --par-autodiff \
   "--par-optimizer=optimizer=adamw lr=0.003 weight-decay=0.0" -o build/gpt_step.mlir
 build/bin/par-compile build/gpt_step.mlir -o build/gpt
-echo "== par-run -n 8 build/gpt --entry gpt_step --data README.md --steps 200"
-build/bin/par-run -n 8 build/gpt --entry gpt_step --data README.md --steps 200 \
-  --loss-csv build/gpt/loss.csv
-echo "(loss per step in build/gpt/loss.csv)"
+echo "== par-run -n 8 build/gpt --entry gpt_step --data README.md --steps 300 --sample 120"
+build/bin/par-run -n 8 build/gpt --entry gpt_step --data README.md --steps 300 \
+  --loss-csv build/gpt/loss.csv --loss-plot build/gpt/loss.svg \
+  --sample 120 --prompt "The " --temperature 0.7
+echo "(loss per step in build/gpt/loss.csv, plotted in build/gpt/loss.svg)"

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "par/Pipeline/Schedule.h"
 #include "par/Runtime/par_runtime.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -29,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -66,6 +68,8 @@ struct Options {
   std::string prompt = "\n";
   double temperature = 0.8;
   std::string sampleEntry;
+  bool pipeline = false;  // --pipeline: run par-pipeline-schedule's programs
+  std::string trace;      // --trace FILE.json: Chrome trace (--pipeline)
   std::string data;
   int64_t tokensArg = 0, targetsArg = 1;
   double rtol = -1; // --rtol: overrides the per-dtype verify tolerance
@@ -92,7 +96,14 @@ void usage() {
           "with\n             the logits entry (--sample-entry NAME, default "
           "the step's\n             name with _step -> _logits), from "
           "--prompt TEXT (default\n             a newline) at --temperature "
-          "T (default 0.8; 0: greedy)\n");
+          "T (default 0.8; 0: greedy)\n"
+          "  --pipeline  train a pipelined program (par-pipeline-split and\n"
+          "             par-pipeline-schedule): each rank runs its stored "
+          "actions;\n             with --verify the loss trajectory is "
+          "checked against the\n             unpipelined train step on 1 "
+          "rank\n"
+          "  --trace FILE.json  with --pipeline: a Chrome trace of every "
+          "rank's\n             actions (open in Perfetto)\n");
 }
 
 Options parseArgs(int argc, char **argv) {
@@ -177,6 +188,10 @@ Options parseArgs(int argc, char **argv) {
         fail("--temperature needs a number >= 0, got '" + v + "'");
     } else if (a == "--sample-entry") {
       o.sampleEntry = next();
+    } else if (a == "--pipeline") {
+      o.pipeline = true;
+    } else if (a == "--trace") {
+      o.trace = next();
     } else if (a == "--verify") {
       o.verify = true;
     } else if (a == "-h" || a == "--help") {
@@ -203,6 +218,12 @@ Options parseArgs(int argc, char **argv) {
     fail("--loss-csv needs --steps");
   if (!o.lossPlot.empty() && o.steps == 0)
     fail("--loss-plot needs --steps");
+  if (o.pipeline && (o.steps == 0 || o.data.empty() || !o.entry.empty() ||
+                     !o.inputs.empty() || o.sample > 0))
+    fail("--pipeline trains: it needs --steps and --data, and takes neither "
+         "--entry, --input nor --sample");
+  if (!o.trace.empty() && !o.pipeline)
+    fail("--trace needs --pipeline");
   if (o.sample > 0 && (o.steps == 0 || o.data.empty()))
     fail("--sample needs --steps and --data (it samples from the trained "
          "model with the data's character tokenizer)");
@@ -250,6 +271,10 @@ struct FunctionSpec {
   std::vector<std::pair<size_t, size_t>> feedback;
   /// Micro-batches a train step accumulates gradients over (1: none).
   int64_t microBatches = 1;
+  /// Pipeline stage functions: the stage, and for each leading argument the
+  /// split function's argument it stands for.
+  int64_t stage = -1;
+  std::vector<int64_t> stageArgs;
   int64_t devices() const {
     int64_t n = 1;
     for (int64_t s : axisSizes)
@@ -366,6 +391,15 @@ FunctionSpec loadManifest(const std::string &path, const std::string &entry) {
         fail("manifest: bad micro_batches in '" + name + "'");
       spec.microBatches = *m;
     }
+    if (std::optional<int64_t> k = f->getInteger("stage"))
+      spec.stage = *k;
+    if (const llvm::json::Array *idx = f->getArray("stage_args"))
+      for (const llvm::json::Value &v : *idx) {
+        std::optional<int64_t> i = v.getAsInteger();
+        if (!i || *i < 0)
+          fail("manifest: bad stage_args in '" + name + "'");
+        spec.stageArgs.push_back(*i);
+      }
     return spec;
   }
   fail("manifest '" + path + "' has no function named '" + entry + "'");
@@ -752,6 +786,21 @@ struct DataLoader {
         fail("--data: the corpus is shorter than one window");
     }
   }
+  /// Fills the local block (at `offset`) of micro-batch `mb` of `m` of a
+  /// token (or, with `isTarget`, target) tensor `t`: its row i is row
+  /// i * m + mb of the step's global batch, as par-optimizer's
+  /// micro-batches=m slices it.
+  void fillMicro(const TensorSpec &t, bool isTarget, int64_t step, int64_t m,
+                 int64_t mb, char *buf, const std::vector<int64_t> &offset) const {
+    int64_t seq = t.global[1];
+    uint64_t windows = tokens.size() - seq - 1;
+    forEachElement(t, offset, [&](int64_t l, int64_t g) {
+      int64_t row = (g / seq) * m + mb, col = g % seq;
+      double r = generate(seed ^ 0xDA7Aull, step, row);
+      uint64_t start = (uint64_t)((r + 1.0) / 2.0 * windows);
+      ((int64_t *)buf)[l] = tokens[start + col + (isTarget ? 1 : 0)];
+    });
+  }
   /// Fills argument `a` (block at `offset` if local) for step `step`.
   void fill(const FunctionSpec &f, size_t a, int64_t step, char *buf,
             const std::vector<int64_t> &offset, bool local) const {
@@ -1021,6 +1070,535 @@ std::string sampleText(par_rt_context_t *ctx, const Options &o,
   return text;
 }
 
+//===----------------------------------------------------------------------===//
+// Pipeline driver
+//===----------------------------------------------------------------------===//
+//
+// A pipelined artifact (par-pipeline-split, par-autodiff, par-optimizer,
+// par-pipeline-schedule) holds per stage s a forward `f_s<s>_fwd`, a
+// backward `f_s<s>_grad` and an update `f_s<s>_update`, plus every pipeline
+// rank's ordered actions. Each rank keeps the parameters and optimizer
+// state of its own stages only, runs its actions as they are listed
+// (transfers over the pipeline axis with the runtime's send/recv), sums
+// each parameter gradient over the micro-batches and then applies its
+// stages' updates. A backward recomputes its stage's forward from the
+// stashed stage input (full activation recomputation), so what a stage
+// holds per micro-batch in flight is its input activation.
+
+struct StageProgram {
+  FunctionSpec fwd, grad, update;
+  Program fwdP, gradP, updateP;
+  /// Parameter buffers by the split function's argument index.
+  std::map<int64_t, std::vector<char>> params;
+  /// The update's state arguments (after params and grads), and the sums
+  /// of the gradients over the micro-batches.
+  std::vector<std::vector<char>> state, gradSum;
+  /// Indices (into fwd's arguments) of the parameters, in update order.
+  std::vector<size_t> paramArgs;
+};
+
+struct TraceEvent {
+  int32_t op, mb, stage, pad;
+  double t0, t1;
+};
+
+int64_t rankOfCoords(const FunctionSpec &f, const std::vector<int64_t> &c) {
+  int64_t r = 0;
+  for (size_t i = 0; i < c.size(); ++i)
+    r = r * f.axisSizes[i] + c[i];
+  return r;
+}
+
+int32_t dtypeCode(const std::string &d) {
+  if (d == "f32") return PAR_F32;
+  if (d == "f64") return PAR_F64;
+  if (d == "f16") return PAR_F16;
+  if (d == "bf16") return PAR_BF16;
+  if (d == "i32") return PAR_I32;
+  if (d == "i64") return PAR_I64;
+  fail("pipeline transfers of " + d + " are not supported");
+}
+
+int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
+                int64_t world) {
+  namespace pl = par::pipeline;
+  std::string manifest = o.artifact + "/sharded.json";
+  auto buffer = llvm::MemoryBuffer::getFile(manifest);
+  if (!buffer)
+    fail("cannot read manifest '" + manifest + "'");
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    fail("manifest '" + manifest + "' is not valid JSON");
+  const llvm::json::Object *pipe =
+      json->getAsObject() ? json->getAsObject()->getObject("pipeline")
+                          : nullptr;
+  const llvm::json::Array *lines = pipe ? pipe->getArray("programs") : nullptr;
+  if (!pipe || !lines || !pipe->getString("func") || !pipe->getString("axis"))
+    fail("'" + o.artifact + "' is not a pipelined program (build it with "
+         "par-pipeline-split and par-pipeline-schedule)");
+  std::string func = pipe->getString("func")->str();
+  std::string axisName = pipe->getString("axis")->str();
+  int64_t p = pipe->getInteger("p").value_or(0),
+          m = pipe->getInteger("m").value_or(0),
+          v = pipe->getInteger("v").value_or(0);
+  // The programs, verified again here (the manifest may be hand-edited).
+  std::string text = "pipeline p=" + std::to_string(p) + " m=" +
+                     std::to_string(m) + " v=" + std::to_string(v) +
+                     " backward=full\n";
+  for (size_t r = 0; r < lines->size(); ++r) {
+    std::optional<llvm::StringRef> line = (*lines)[r].getAsString();
+    if (!line)
+      fail("manifest: pipeline programs must be strings");
+    text += "rank " + std::to_string(r) + ": " + line->str() + "\n";
+  }
+  pl::PipelineShape shape;
+  pl::Programs programs;
+  std::string error;
+  if (!pl::parsePrograms(text, "pipeline", shape, programs, error))
+    fail(error);
+  pl::VerifyResult verified = pl::verifyPrograms(shape, programs, pl::Costs());
+  if (!verified.ok)
+    fail("the pipeline programs would not run: " + verified.errors.front());
+  int64_t S = shape.numStages();
+
+  std::vector<StageProgram> stages(S);
+  for (int64_t s = 0; s < S; ++s) {
+    std::string base = func + "_s" + std::to_string(s);
+    stages[s].fwd = loadManifest(manifest, base + "_fwd");
+    stages[s].grad = loadManifest(manifest, base + "_grad");
+    stages[s].update = loadManifest(manifest, base + "_update");
+  }
+  const FunctionSpec &f0 = stages[0].fwd;
+  if (f0.devices() != world)
+    fail("the pipelined program's mesh has " + std::to_string(f0.devices()) +
+         " devices but the job has " + std::to_string(world) + " ranks");
+  int64_t ppAxis = f0.axisIndex(axisName);
+  if (ppAxis < 0 || f0.axisSizes[ppAxis] != p)
+    fail("the mesh has no '" + axisName + "' axis of size " +
+         std::to_string(p));
+  // Ranks run different stages from here on, but communicators are made
+  // collectively over the world: make every one a stage may use (each
+  // ordered list of the other axes) and the pipeline axis's now.
+  {
+    std::vector<int64_t> others;
+    for (int64_t a = 0; a < (int64_t)f0.axisSizes.size(); ++a)
+      if (a != ppAxis)
+        others.push_back(a);
+    std::vector<int64_t> codes{ppAxis + 1};
+    std::function<void(int64_t, int64_t, uint64_t)> lists =
+        [&](int64_t code, int64_t depth, uint64_t used) {
+          for (size_t i = 0; i < others.size(); ++i)
+            if (!(used >> i & 1)) {
+              int64_t c = code | (others[i] + 1) << (8 * depth);
+              codes.push_back(c);
+              lists(c, depth + 1, used | 1ull << i);
+            }
+        };
+    lists(0, 0, 0);
+    for (int64_t c : codes)
+      check(par_rt_context_prepare_axes(ctx, c), ctx,
+            "preparing the communicators");
+  }
+  std::vector<int64_t> coords = coordsOf(f0, rank);
+  int64_t me = coords[ppAxis];
+  int64_t axesCode = ppAxis + 1;
+  DataLoader data;
+  data.seed = o.seed;
+  data.load(o.data);
+
+  // Parameters (initialised exactly as the unpipelined step's arguments of
+  // the same index) and optimizer state, on the stages of this rank only.
+  for (int64_t s = me; s < S; s += p) {
+    StageProgram &st = stages[s];
+    st.fwdP = loadProgram(o.artifact + "/sharded.so", st.fwd.name);
+    st.gradP = loadProgram(o.artifact + "/sharded.so", st.grad.name);
+    st.updateP = loadProgram(o.artifact + "/sharded.so", st.update.name);
+    const FunctionSpec &u = st.update;
+    size_t P = u.stageArgs.size();
+    for (size_t j = 0; j < P; ++j) {
+      int64_t orig = u.stageArgs[j];
+      auto it = std::find(st.fwd.stageArgs.begin(), st.fwd.stageArgs.end(),
+                          orig);
+      if (it == st.fwd.stageArgs.end())
+        fail("manifest: parameter arg" + std::to_string(orig) + " of stage " +
+             std::to_string(s) + " is not an argument of its forward");
+      st.paramArgs.push_back(it - st.fwd.stageArgs.begin());
+      const TensorSpec &t = u.inputs[j];
+      std::vector<char> buf(std::max<int64_t>(1, t.localCount() * t.elementSize()));
+      forEachElement(t, blockOffset(u, t, coords), [&](int64_t l, int64_t g) {
+        storeValue(t, buf.data(), l, generateFor(t, o.seed, orig, g));
+      });
+      st.params[orig] = std::move(buf);
+    }
+    for (size_t i = 2 * P; i < u.inputs.size(); ++i) {
+      const TensorSpec &t = u.inputs[i];
+      std::vector<char> buf(std::max<int64_t>(1, t.localCount() * t.elementSize()));
+      forEachElement(t, blockOffset(u, t, coords), [&](int64_t l, int64_t g) {
+        storeValue(t, buf.data(), l, generateFor(t, o.seed, 0, g));
+      });
+      st.state.push_back(std::move(buf));
+    }
+    for (size_t j = 0; j < P; ++j)
+      st.gradSum.emplace_back(
+          std::max<int64_t>(1, u.inputs[P + j].localCount() *
+                                   u.inputs[P + j].elementSize()));
+  }
+
+  // The arguments of stage s's forward (or, with dy, backward) for mb.
+  auto stageArgs = [&](int64_t s, int64_t step, int64_t mb,
+                       std::vector<char> *x, std::vector<char> *dy) {
+    StageProgram &st = stages[s];
+    const FunctionSpec &fs = dy || s + 1 == S ? st.grad : st.fwd;
+    std::vector<std::vector<char>> args;
+    for (size_t j = 0; j < st.fwd.stageArgs.size(); ++j) {
+      int64_t orig = st.fwd.stageArgs[j];
+      auto it = st.params.find(orig);
+      if (it != st.params.end()) {
+        args.push_back(it->second);
+        continue;
+      }
+      const TensorSpec &t = fs.inputs[j];
+      if ((orig != o.tokensArg && orig != o.targetsArg) || t.dtype != "i64" ||
+          t.global.size() != 2)
+        fail("stage " + std::to_string(s) + " takes arg" +
+             std::to_string(orig) + ", which is neither a parameter nor the "
+             "tokens/targets (--tokens/--targets)");
+      std::vector<char> buf(t.localCount() * t.elementSize());
+      data.fillMicro(t, orig == o.targetsArg, step, m, mb, buf.data(),
+                     blockOffset(fs, t, coords));
+      args.push_back(std::move(buf));
+    }
+    if (s > 0)
+      args.push_back(*x);
+    if (dy)
+      args.push_back(*dy);
+    return args;
+  };
+
+  using Key = std::pair<int64_t, int64_t>; // (micro-batch, stage)
+  std::map<Key, std::vector<char>> acts, grads, stash;
+  std::vector<TraceEvent> events;
+  size_t peakStash = 0, peakStashBytes = 0, stashBytes = 0;
+  const std::vector<pl::Action> &mine = programs[me];
+  int64_t lossRoot =
+      rankOfCoords(f0, [&] {
+        std::vector<int64_t> c(coords.size(), 0);
+        c[ppAxis] = shape.rankOf(S - 1);
+        return c;
+      }());
+  const TensorSpec &lossSpec = stages[S - 1].fwd.outputs[0];
+  FILE *csv = nullptr;
+  if (rank == 0 && !o.lossCsv.empty()) {
+    csv = fopen(o.lossCsv.c_str(), "w");
+    if (!csv)
+      fail("cannot write '" + o.lossCsv + "': " + strerror(errno));
+    fprintf(csv, "step,loss,seconds\n");
+  }
+  if (rank == 0) {
+    const TensorSpec &tok = stages[0].fwd.inputs[0];
+    int64_t dp = 1;
+    for (size_t a = 0; a < f0.axisSizes.size(); ++a)
+      for (auto &axes : tok.dims)
+        if (std::find(axes.begin(), axes.end(), f0.axisNames[a]) != axes.end())
+          dp *= f0.axisSizes[a];
+    printf("par-run: pipeline %s: %lld stages on %lld ranks of '%s' (%s, "
+           "v=%lld), %lld micro-batches; global batch %lld = micro-batch "
+           "%lld x %lld micro-batches x %lld data-parallel\n",
+           func.c_str(), (long long)S, (long long)p, axisName.c_str(),
+           pipe->getString("schedule") ? pipe->getString("schedule")->str().c_str()
+                                       : "?",
+           (long long)v, (long long)m, (long long)(tok.global[0] * m),
+           (long long)(tok.global[0] / dp), (long long)m, (long long)dp);
+  }
+  std::vector<double> losses;
+  double start = par_rt_now_seconds();
+  for (int64_t step = 1; step <= o.steps; ++step) {
+    double lossSum = 0;
+    double t0 = par_rt_now_seconds();
+    for (const pl::Action &a : mine) {
+      double e0 = par_rt_now_seconds();
+      Key key{a.mb, a.stage};
+      switch (a.op) {
+      case pl::Op::F: {
+        std::vector<char> x;
+        if (a.stage > 0) {
+          auto it = acts.find(key);
+          if (it == acts.end())
+            fail("pipeline: F(mb=" + std::to_string(a.mb) + ",s=" +
+                 std::to_string(a.stage) + ") has no input activation");
+          x = std::move(it->second);
+          acts.erase(it);
+        }
+        std::vector<std::vector<char>> args =
+            stageArgs(a.stage, step, a.mb, &x, nullptr);
+        StageProgram &st = stages[a.stage];
+        std::vector<char *> outs = call(st.fwdP, st.fwd, args, true);
+        if (a.stage + 1 == S) {
+          lossSum += loadValue(lossSpec, outs[0], 0);
+        } else {
+          const TensorSpec &y = st.fwd.outputs[0];
+          acts[{a.mb, a.stage + 1}].assign(
+              outs[0], outs[0] + y.localCount() * y.elementSize());
+        }
+        for (char *q : outs)
+          free(q);
+        stashBytes += x.size();
+        stash[key] = std::move(x);
+        peakStash = std::max(peakStash, stash.size());
+        peakStashBytes = std::max(peakStashBytes, stashBytes);
+        break;
+      }
+      case pl::Op::B: {
+        StageProgram &st = stages[a.stage];
+        std::vector<char> x = std::move(stash[key]);
+        stashBytes -= x.size();
+        stash.erase(key);
+        std::vector<char> dy;
+        if (a.stage + 1 < S) {
+          auto it = grads.find({a.mb, a.stage + 1});
+          if (it == grads.end())
+            fail("pipeline: B(mb=" + std::to_string(a.mb) + ",s=" +
+                 std::to_string(a.stage) + ") has no output gradient");
+          dy = std::move(it->second);
+          grads.erase(it);
+        }
+        std::vector<std::vector<char>> args = stageArgs(
+            a.stage, step, a.mb, &x, a.stage + 1 < S ? &dy : nullptr);
+        std::vector<char *> outs = call(st.gradP, st.grad, args, true);
+        size_t P = st.paramArgs.size();
+        for (size_t j = 0; j < P; ++j) {
+          const TensorSpec &t = st.grad.outputs[1 + j];
+          char *sum = st.gradSum[j].data();
+          for (int64_t i = 0; i < t.localCount(); ++i)
+            storeValue(t, sum, i, loadValue(t, sum, i) + loadValue(t, outs[1 + j], i));
+        }
+        if (a.stage > 0) {
+          const TensorSpec &dx = st.grad.outputs[1 + P];
+          grads[key].assign(outs[1 + P],
+                            outs[1 + P] + dx.localCount() * dx.elementSize());
+        }
+        for (char *q : outs)
+          free(q);
+        break;
+      }
+      case pl::Op::SendAct:
+      case pl::Op::SendGrad: {
+        auto &pool = a.op == pl::Op::SendAct ? acts : grads;
+        auto it = pool.find(key);
+        if (it == pool.end())
+          fail("pipeline: nothing to send for " + pl::formatAction(a));
+        // act(mb, s) is stage s's input; grad(mb, s) its gradient: both
+        // have the layout of stage s's input argument.
+        const TensorSpec &t = stages[a.stage].fwd.inputs.back();
+        par_rt_k_send((int64_t)(intptr_t)it->second.data(), t.localCount(),
+                      dtypeCode(t.dtype), axesCode, a.peer,
+                      a.op == pl::Op::SendAct ? 0 : 1);
+        pool.erase(it);
+        break;
+      }
+      case pl::Op::RecvAct:
+      case pl::Op::RecvGrad: {
+        const TensorSpec &t = stages[a.stage].fwd.inputs.back();
+        std::vector<char> buf(t.localCount() * t.elementSize());
+        par_rt_k_recv((int64_t)(intptr_t)buf.data(), t.localCount(),
+                      dtypeCode(t.dtype), axesCode, a.peer,
+                      a.op == pl::Op::RecvAct ? 0 : 1);
+        (a.op == pl::Op::RecvAct ? acts : grads)[key] = std::move(buf);
+        break;
+      }
+      default:
+        fail("pipeline: " + pl::formatAction(a) +
+             " (split backward) is not supported by par-run");
+      }
+      if (!o.trace.empty() && step == o.steps)
+        events.push_back({(int32_t)a.op, a.mb, a.stage, 0, e0 - t0,
+                          par_rt_now_seconds() - t0});
+    }
+    // The optimizer: each stage's update on its summed gradients.
+    double u0 = par_rt_now_seconds();
+    for (int64_t s = me; s < S; s += p) {
+      StageProgram &st = stages[s];
+      size_t P = st.paramArgs.size();
+      std::vector<std::vector<char>> args;
+      for (int64_t orig : st.update.stageArgs)
+        args.push_back(st.params[orig]);
+      for (auto &g : st.gradSum)
+        args.push_back(g);
+      for (auto &x : st.state)
+        args.push_back(x);
+      std::vector<char *> outs = call(st.updateP, st.update, args, true);
+      for (size_t j = 0; j < P; ++j) {
+        std::vector<char> &dst = st.params[st.update.stageArgs[j]];
+        memcpy(dst.data(), outs[j], dst.size());
+        std::fill(st.gradSum[j].begin(), st.gradSum[j].end(), 0);
+      }
+      for (size_t k = 0; k < st.state.size(); ++k)
+        memcpy(st.state[k].data(), outs[P + k], st.state[k].size());
+      for (char *q : outs)
+        free(q);
+    }
+    if (!o.trace.empty() && step == o.steps)
+      events.push_back({-1, 0, 0, 0, u0 - t0, par_rt_now_seconds() - t0});
+    double loss = lossSum / m;
+    check(par_rt_broadcast_world(ctx, &loss, sizeof(loss), lossRoot), ctx,
+          "broadcasting the loss");
+    double t = par_rt_now_seconds() - t0;
+    losses.push_back(loss);
+    if (rank == 0) {
+      double done = par_rt_now_seconds() - start;
+      const TensorSpec &tok = stages[0].fwd.inputs[0];
+      printf("step %lld/%lld  loss %.6g  %.4f s/step  %.0f tokens/s  %.1f s "
+             "left\n",
+             (long long)step, (long long)o.steps, loss, t,
+             tok.globalCount() * m / std::max(t, 1e-9),
+             done / step * (o.steps - step));
+      fflush(stdout);
+      if (csv)
+        fprintf(csv, "%lld,%.9g,%.6f\n", (long long)step, loss, done);
+    }
+  }
+  if (csv)
+    fclose(csv);
+  if (rank == 0 && !o.lossPlot.empty()) {
+    writeLossPlot(o.lossPlot, losses,
+                  "par-run: " + func + " pipelined on " +
+                      std::to_string(world) + " ranks, loss per step");
+    printf("par-run: wrote the loss plot %s\n", o.lossPlot.c_str());
+  }
+
+  // Per pipeline rank: the most stage inputs held at once (activations in
+  // flight: recomputation keeps nothing else per micro-batch).
+  double mineStats[2] = {(double)peakStash, (double)peakStashBytes};
+  std::vector<double> allStats(2 * world);
+  check(par_rt_gather_world(ctx, mineStats, sizeof(mineStats), allStats.data()),
+        ctx, "gathering statistics");
+  if (rank == 0) {
+    printf("par-run: peak in-flight activations (stage inputs held), per "
+           "pipeline rank:");
+    for (int64_t r = 0; r < p; ++r) {
+      std::vector<int64_t> c(coords.size(), 0);
+      c[ppAxis] = r;
+      int64_t w = rankOfCoords(f0, c);
+      printf(" %lld: %.0f (%.0f bytes)", (long long)r, allStats[2 * w],
+             allStats[2 * w + 1]);
+    }
+    printf("\n");
+  }
+
+  // The Chrome trace of the last step: one track per rank.
+  if (!o.trace.empty()) {
+    int64_t n = events.size(), most = 0;
+    std::vector<int64_t> counts(world);
+    check(par_rt_gather_world(ctx, &n, sizeof(n), counts.data()), ctx,
+          "gathering trace sizes");
+    if (rank == 0)
+      most = *std::max_element(counts.begin(), counts.end());
+    check(par_rt_broadcast_world(ctx, &most, sizeof(most), 0), ctx,
+          "broadcasting trace sizes");
+    events.resize(std::max<int64_t>(most, 1));
+    std::vector<TraceEvent> all(rank == 0 ? events.size() * world : 1);
+    check(par_rt_gather_world(ctx, events.data(),
+                              events.size() * sizeof(TraceEvent), all.data()),
+          ctx, "gathering the trace");
+    if (rank == 0) {
+      FILE *tf = fopen(o.trace.c_str(), "w");
+      if (!tf)
+        fail("cannot write '" + o.trace + "': " + strerror(errno));
+      fprintf(tf, "{\"traceEvents\": [\n");
+      bool first = true;
+      auto emit = [&](int64_t r, const char *name, const char *cat, double a,
+                      double b) {
+        fprintf(tf,
+                "%s{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", "
+                "\"pid\": 0, \"tid\": %lld, \"ts\": %.3f, \"dur\": %.3f}",
+                first ? "" : ",\n", name, cat, (long long)r, a * 1e6,
+                (b - a) * 1e6);
+        first = false;
+      };
+      for (int64_t r = 0; r < world; ++r) {
+        fprintf(tf,
+                "%s{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
+                "\"tid\": %lld, \"args\": {\"name\": \"rank %lld\"}}",
+                first ? "" : ",\n", (long long)r, (long long)r);
+        first = false;
+        double last = 0;
+        for (int64_t i = 0; i < counts[r]; ++i) {
+          const TraceEvent &e = all[r * events.size() + i];
+          if (e.t0 > last)
+            emit(r, "idle", "idle", last, e.t0);
+          std::string name;
+          const char *cat = "update";
+          if (e.op < 0) {
+            name = "optimizer update";
+          } else {
+            pl::Action act;
+            act.op = (pl::Op)e.op;
+            act.mb = e.mb;
+            act.stage = e.stage;
+            name = pl::formatAction(act);
+            cat = act.op == pl::Op::F   ? "forward"
+                  : act.op == pl::Op::B ? "backward"
+                  : act.isSend()        ? "send"
+                                        : "recv";
+          }
+          emit(r, name.c_str(), cat, e.t0, e.t1);
+          last = e.t1;
+        }
+      }
+      fprintf(tf, "\n]}\n");
+      fclose(tf);
+      printf("par-run: wrote the trace %s (last step; open in Perfetto)\n",
+             o.trace.c_str());
+    }
+  }
+
+  // --verify: the unpipelined train step (par-optimizer, same micro-batches)
+  // on one rank, from the same initial values and batches.
+  int status = 0;
+  if (o.verify && rank == 0) {
+    FunctionSpec ref =
+        loadManifest(o.artifact + "/reference.json", func + "_step");
+    if (ref.microBatches != m)
+      fail("the reference step accumulates " +
+           std::to_string(ref.microBatches) + " micro-batches, the pipeline " +
+           std::to_string(m));
+    std::vector<std::vector<char>> in;
+    for (size_t i = 0; i < ref.inputs.size(); ++i) {
+      const TensorSpec &t = ref.inputs[i];
+      std::vector<char> buf(std::max<int64_t>(1, t.globalCount() * t.elementSize()));
+      for (int64_t g = 0; g < t.globalCount(); ++g)
+        storeValue(t, buf.data(), g, generateFor(t, o.seed, i, g));
+      in.push_back(std::move(buf));
+    }
+    Program refProg = loadProgram(o.artifact + "/reference.so", ref.name);
+    data.tokensArg = o.tokensArg;
+    data.targetsArg = o.targetsArg;
+    double worst = 0;
+    for (int64_t step = 1; step <= o.steps; ++step) {
+      for (size_t a : {data.tokensArg, data.targetsArg})
+        data.fill(ref, a, step, in[a].data(), {}, /*local=*/false);
+      std::vector<char *> outs = call(refProg, ref, in, /*useLocal=*/false);
+      double l = feedBack(ref, outs, in, /*useLocal=*/false);
+      for (char *q : outs)
+        free(q);
+      double e = std::fabs(losses[step - 1] - l) / std::max(std::fabs(l), 1e-30);
+      worst = std::isnan(e) || std::isnan(worst) ? NAN : std::max(worst, e);
+    }
+    double tol = o.rtol >= 0 ? o.rtol : tolerance(ref.outputs[0].dtype);
+    bool ok = worst <= tol;
+    printf("par-run: verify against the unpipelined step (1 rank)\n"
+           "  loss trajectory over %lld steps: max rel error %.3g (tolerance "
+           "%.0e rel) %s\n",
+           (long long)o.steps, worst, tol, ok ? "OK" : "MISMATCH");
+    status = ok ? 0 : 1;
+  }
+  fflush(stdout);
+  par_rt_barrier(ctx);
+  par_rt_context_destroy(ctx);
+  return status;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1056,6 +1634,8 @@ int main(int argc, char **argv) {
          std::to_string(o.ranks));
   check(par_rt_context_set_mesh(ctx, f.axisSizes.size(), f.axisSizes.data()),
         ctx, "mesh of '" + f.name + "'");
+  if (o.pipeline)
+    return runPipeline(ctx, o, rank, world);
   std::vector<int64_t> coords = coordsOf(f, rank);
 
   // Inputs: local blocks of the global values.

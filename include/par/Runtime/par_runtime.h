@@ -113,6 +113,12 @@ void par_rt_context_stats(const par_rt_context_t *context,
 void par_rt_context_reset_stats(par_rt_context_t *context);
 
 par_status_t par_rt_barrier(par_rt_context_t *context);
+/* Creates the communicator of an axes code now. Creation is collective over
+ * the world, which SPMD programs reach together on first use; a driver whose
+ * ranks run different programs (par-run's pipeline) calls this for every
+ * axes code on every rank first. */
+par_status_t par_rt_context_prepare_axes(par_rt_context_t *context,
+                                         int64_t axes);
 double par_rt_now_seconds(void);
 
 /* Host-side helpers par-run uses (over the world communicator, sizes in

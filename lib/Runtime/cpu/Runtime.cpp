@@ -598,6 +598,19 @@ PAR_RT_EXPORT par_status_t par_rt_barrier(par_rt_context_t *context) {
   return rc == MPI_SUCCESS ? PAR_OK : mpiError(*context, "MPI_Barrier", rc);
 }
 
+PAR_RT_EXPORT par_status_t par_rt_context_prepare_axes(
+    par_rt_context_t *context, int64_t axes) {
+  if (!context)
+    return PAR_ERR_INVALID_ARGUMENT;
+  clearError(context);
+  std::string why;
+  Group *g = findGroup(*context, axes, why);
+  if (!g)
+    return setError(*context, PAR_ERR_INVALID_ARGUMENT, why);
+  MPI_Comm comm;
+  return groupComm(*context, *g, comm);
+}
+
 PAR_RT_EXPORT double par_rt_now_seconds(void) {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();

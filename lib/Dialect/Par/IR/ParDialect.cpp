@@ -2,6 +2,7 @@
 
 #include "par/Dialect/Par/IR/ParDialect.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
@@ -395,6 +396,25 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                                << " with argument #" << a
                                << " of a different type";
     }
+    return success();
+  }
+  if (attr.getName() == kStageAttrName) {
+    auto k = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!k || k.getInt() < 0)
+      return op->emitError("'par.stage' must be a non-negative integer");
+    return success();
+  }
+  if (attr.getName() == kStageArgsAttrName) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto idx = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!fn || !idx || idx.size() > fn.getNumArguments())
+      return op->emitError("'par.stage_args' must be an i64 array with at "
+                           "most one entry per function argument");
+    return success();
+  }
+  if (attr.getName() == kPipelineAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError("'par.pipeline' must be a dictionary on a module");
     return success();
   }
   if (attr.getName() == kMicroBatchesAttrName) {

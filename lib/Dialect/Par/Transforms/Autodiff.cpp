@@ -12,6 +12,10 @@
 //    tangent propagation over the scalar body ops, and accumulates
 //    `dy * tangent`; loops the input does not index become reductions, which
 //    is how broadcasts sum their gradients.
+//  * A tensor the body reads from above with tensor.extract (a gather's
+//    table) gets a scatter-add: a generic over the same loops plus one loop
+//    per data-dependent index, which adds `dy * tangent` where the loop
+//    equals the index.
 //
 // Recomputing inside each adjoint generic costs flops but needs no stored
 // intermediates beyond the generic's own operands, and every adjoint is a
@@ -26,6 +30,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
@@ -193,6 +198,7 @@ private:
   bool isActive(Value v) const { return active.contains(v); }
   LogicalResult visit(Operation *op);
   LogicalResult visitGeneric(linalg::GenericOp op);
+  LogicalResult visitCapturedRead(linalg::GenericOp op, tensor::ExtractOp read);
   LogicalResult visitSoftmax(linalg::SoftmaxOp op);
 
   func::FuncOp fn;
@@ -206,11 +212,21 @@ LogicalResult ReverseSweep::run(ArrayRef<unsigned> params) {
   // Activity: values that depend on a parameter.
   for (unsigned p : params)
     active.insert(body.getArgument(p));
-  for (Operation &op : body.without_terminator())
-    if (llvm::any_of(op.getOperands(), [&](Value v) { return active.contains(v); }))
+  auto isActiveFn = [&](Value v) { return active.contains(v); };
+  for (Operation &op : body.without_terminator()) {
+    bool depends = llvm::any_of(op.getOperands(), isActiveFn);
+    if (!depends && op.getNumRegions()) {
+      // A value a region reads from above (a gather's table) is an input
+      // too, though not an operand.
+      SetVector<Value> captured;
+      getUsedValuesDefinedAbove(op.getRegions(), captured);
+      depends = llvm::any_of(captured, isActiveFn);
+    }
+    if (depends)
       for (Value r : op.getResults())
         if (isa<FloatType>(getElementTypeOrSelf(r.getType())))
           active.insert(r);
+  }
 
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   Value loss = ret.getOperand(0);
@@ -461,6 +477,173 @@ LogicalResult ReverseSweep::visitGeneric(linalg::GenericOp op) {
     }
     accumulate(target->get(), grad.getResult(0));
   }
+
+  // Active values the body reads from above: tensors read element by element
+  // with tensor.extract in the body itself (a gather) get a scatter-add;
+  // nothing else can be differentiated.
+  SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op.getRegion(), captured);
+  for (Value v : captured) {
+    if (!isActive(v))
+      continue;
+    if (!isa<RankedTensorType>(v.getType()))
+      return op.emitOpError("reads a value of type ")
+             << v.getType()
+             << " defined outside its body that depends on a parameter; "
+                "par-autodiff differentiates only tensors read there with "
+                "tensor.extract";
+    SmallVector<tensor::ExtractOp> reads;
+    for (Operation *user : v.getUsers()) {
+      if (!op->isProperAncestor(user) || isa<tensor::DimOp>(user))
+        continue;
+      auto read = dyn_cast<tensor::ExtractOp>(user);
+      if (!read || read->getBlock() != body)
+        return op.emitOpError("reads a tensor defined outside its body "
+                              "through '")
+               << user->getName()
+               << "'; par-autodiff differentiates only tensor.extract "
+                  "directly in the body";
+      reads.push_back(read);
+    }
+    llvm::sort(reads, [](tensor::ExtractOp x, tensor::ExtractOp y) {
+      return x->isBeforeInBlock(y);
+    });
+    for (tensor::ExtractOp read : reads)
+      if (failed(visitCapturedRead(op, read)))
+        return failure();
+  }
+  return success();
+}
+
+LogicalResult ReverseSweep::visitCapturedRead(linalg::GenericOp op,
+                                              tensor::ExtractOp read) {
+  // d table[idx] += dy * d(yield)/d(read) over the generic's loops. A table
+  // dim indexed by `linalg.index k` (each loop once, spanning the dim) is
+  // indexed by loop k; any other (data-dependent) index gets a new loop over
+  // the table dim that contributes only where it equals the index: a
+  // scatter-add written as a structured op, so it has a sharding rule and
+  // runs like any reduction.
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  Block *body = op.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto tableType = cast<RankedTensorType>(read.getTensor().getType());
+  int64_t numLoops = op.getNumLoops();
+  SmallVector<AffineExpr> tableExprs;
+  SmallVector<int64_t> dataDims; // Table dims with data-dependent indices.
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  llvm::SmallBitVector seen(numLoops);
+  for (auto [d, idx] : llvm::enumerate(read.getIndices())) {
+    auto loop = idx.getDefiningOp<linalg::IndexOp>();
+    if (loop && loop->getBlock() == body && !seen.test(loop.getDim()) &&
+        ranges[loop.getDim()] == tableType.getDimSize(d) &&
+        !ShapedType::isDynamic(ranges[loop.getDim()])) {
+      seen.set(loop.getDim());
+      tableExprs.push_back(getAffineDimExpr(loop.getDim(), ctx));
+      continue;
+    }
+    tableExprs.push_back(getAffineDimExpr(numLoops + dataDims.size(), ctx));
+    dataDims.push_back(d);
+  }
+  int64_t total = numLoops + dataDims.size();
+  auto widen = [&](AffineMap m) {
+    return AffineMap::get(total, 0, m.getResults(), ctx);
+  };
+
+  // Operands: every original operand (the body is recomputed), then dy of
+  // each result with an adjoint.
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand &o : op->getOpOperands()) {
+    inputs.push_back(o.get());
+    maps.push_back(widen(op.getMatchingIndexingMap(&o)));
+  }
+  SmallVector<int64_t> dyResults;
+  for (auto [r, res] : llvm::enumerate(op.getResults()))
+    if (adjoints.count(res)) {
+      inputs.push_back(adjoints[res]);
+      maps.push_back(widen(op.getIndexingMapMatchingResult(res)));
+      dyResults.push_back(r);
+    }
+  AffineMap tableMap = AffineMap::get(total, 0, tableExprs, ctx);
+  maps.push_back(tableMap);
+  llvm::SmallBitVector used(total);
+  for (AffineExpr e : tableExprs)
+    used.set(cast<AffineDimExpr>(e).getPosition());
+  SmallVector<utils::IteratorType> iters;
+  for (int64_t l = 0; l < total; ++l)
+    iters.push_back(used.test(l) ? utils::IteratorType::parallel
+                                 : utils::IteratorType::reduction);
+
+  Operation *badOp = nullptr;
+  bool failedBody = false;
+  auto grad = linalg::GenericOp::create(
+      b, loc, TypeRange{tableType}, inputs,
+      ValueRange{zeros(loc, tableType)}, maps, iters,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IRMapping map;
+        for (auto [i, arg] : llvm::enumerate(body->getArguments()))
+          map.map(arg, args[i]);
+        SmallVector<Operation *> cloned;
+        for (Operation &bop : body->without_terminator())
+          cloned.push_back(nb.clone(bop, map));
+        Value seed = map.lookup(read.getResult());
+        Type elt = seed.getType();
+        TangentBuilder tb(nb, nloc);
+        Value acc = args.back();
+        if (failed(tb.propagate(cloned, seed))) {
+          failedBody = true;
+          badOp = tb.failedOp;
+          linalg::YieldOp::create(nb, nloc, acc);
+          return;
+        }
+        Value contrib;
+        for (auto [k, r] : llvm::enumerate(dyResults)) {
+          Value yielded = map.lookup(yield.getOperand(r));
+          Value t = yielded == seed
+                        ? arith::ConstantOp::create(nb, nloc, elt,
+                                                    nb.getFloatAttr(elt, 1.0))
+                              .getResult()
+                        : tb.tangent(yielded);
+          if (!t)
+            continue;
+          Value dy = args[op->getNumOperands() + k];
+          Value c = arith::MulFOp::create(nb, nloc, dy, t);
+          contrib = contrib ? arith::AddFOp::create(nb, nloc, contrib, c)
+                                  .getResult()
+                            : c;
+        }
+        if (!contrib) {
+          linalg::YieldOp::create(nb, nloc, acc);
+          return;
+        }
+        // Only where each new loop equals its data-dependent index.
+        Value hit;
+        for (auto [k, d] : llvm::enumerate(dataDims)) {
+          Value loop = linalg::IndexOp::create(nb, nloc, numLoops + k);
+          Value idx = map.lookupOrDefault(read.getIndices()[d]);
+          Value eq = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
+                                           loop, idx);
+          hit = hit ? arith::AndIOp::create(nb, nloc, hit, eq).getResult()
+                    : eq;
+        }
+        if (hit)
+          contrib = arith::SelectOp::create(
+              nb, nloc, hit, contrib,
+              arith::ConstantOp::create(nb, nloc, elt,
+                                        nb.getFloatAttr(elt, 0.0)));
+        Value sum = arith::AddFOp::create(nb, nloc, acc, contrib);
+        linalg::YieldOp::create(nb, nloc, sum);
+      });
+  if (failedBody) {
+    grad.erase();
+    InFlightDiagnostic d =
+        op.emitOpError("has a body op par-autodiff cannot differentiate");
+    if (badOp)
+      d << ": '" << badOp->getName() << "'";
+    return d;
+  }
+  accumulate(read.getTensor(), grad.getResult(0));
   return success();
 }
 

@@ -143,6 +143,11 @@ struct ExportManifestPass
       if (auto m = fn->getAttrOfType<IntegerAttr>(
               ParDialect::kMicroBatchesAttrName))
         entry["micro_batches"] = m.getInt();
+      if (auto k = fn->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName))
+        entry["stage"] = k.getInt();
+      if (auto idx = fn->getAttrOfType<DenseI64ArrayAttr>(
+              ParDialect::kStageArgsAttrName))
+        entry["stage_args"] = llvm::json::Array(idx.asArrayRef());
       functions.push_back(std::move(entry));
     });
     if (!ok)
@@ -160,11 +165,28 @@ struct ExportManifestPass
       }
       os = &file->os();
     }
-    *os << llvm::formatv(
-        "{0:2}",
-        llvm::json::Value(llvm::json::Object{{"functions",
-                                              std::move(functions)}}))
-        << "\n";
+    llvm::json::Object top{{"functions", std::move(functions)}};
+    // The pipeline (par-pipeline-split, par-pipeline-schedule): strings and
+    // integers as they are, the per-rank programs as an array of strings.
+    if (auto pipe = module->getAttrOfType<DictionaryAttr>(
+            ParDialect::kPipelineAttrName)) {
+      llvm::json::Object p;
+      for (NamedAttribute a : pipe) {
+        if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+          p[a.getName().getValue()] = i.getInt();
+        else if (auto str = dyn_cast<StringAttr>(a.getValue()))
+          p[a.getName().getValue()] = str.getValue().str();
+        else if (auto list = dyn_cast<ArrayAttr>(a.getValue())) {
+          llvm::json::Array items;
+          for (Attribute e : list)
+            if (auto str = dyn_cast<StringAttr>(e))
+              items.push_back(str.getValue().str());
+          p[a.getName().getValue()] = std::move(items);
+        }
+      }
+      top["pipeline"] = std::move(p);
+    }
+    *os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
     if (file)
       file->keep();
     markAllAnalysesPreserved();

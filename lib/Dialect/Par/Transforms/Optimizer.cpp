@@ -58,7 +58,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           break;
         }
     for (func::FuncOp fn : todo)
-      if (failed(buildStep(fn)))
+      if (failed(fn->hasAttr(ParDialect::kStageAttrName) ? buildUpdate(fn)
+                                                          : buildStep(fn)))
         return signalPassFailure();
   }
 
@@ -122,6 +123,238 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     return out;
   }
 
+  unsigned stateKinds() {
+    return optimizer == "sgd" ? 0 : optimizer == "momentum" ? 1 : 2;
+  }
+
+  /// The update of every parameter from its gradient, state (kind-major:
+  /// state[k * #params + j]) and the step number `t` (null when unused):
+  /// appends the new parameters, then the new state grouped by kind.
+  void emitUpdates(OpBuilder &b, Location loc, ArrayRef<Value> params,
+                   ArrayRef<Value> grads, ArrayRef<Value> state, Value t,
+                   SmallVector<Value> &results) {
+    MLIRContext *ctx = b.getContext();
+    unsigned statePerParam = stateKinds();
+    bool hasStep = t != nullptr;
+    bool cosine = schedule == "cosine";
+    SmallVector<Value> newState;
+    for (auto [j, param] : llvm::enumerate(params)) {
+      Value g = grads[j];
+      auto type = cast<RankedTensorType>(param.getType());
+      Type elt = type.getElementType();
+      auto cst = [&](OpBuilder &nb, Location l, double v) -> Value {
+        return arith::ConstantOp::create(nb, l, elt, nb.getFloatAttr(elt, v));
+      };
+      int64_t rank = type.getRank();
+      AffineMap id = b.getMultiDimIdentityMap(rank);
+      AffineMap scalar = AffineMap::get(rank, 0, {}, ctx);
+      SmallVector<utils::IteratorType> iters(rank,
+                                             utils::IteratorType::parallel);
+      SmallVector<Value> ins{param, g};
+      SmallVector<AffineMap> maps{id, id};
+      for (unsigned k = 0; k < statePerParam; ++k) {
+        ins.push_back(state[k * params.size() + j]);
+        maps.push_back(id);
+      }
+      int64_t tIndex = ins.size();
+      if (hasStep) {
+        ins.push_back(t);
+        maps.push_back(scalar);
+      }
+      SmallVector<Value> outs;
+      for (unsigned k = 0; k < 1 + statePerParam; ++k) {
+        outs.push_back(tensor::EmptyOp::create(b, loc, type.getShape(), elt));
+        maps.push_back(id);
+      }
+      auto update = linalg::GenericOp::create(
+          b, loc, TypeRange(SmallVector<Type>(outs.size(), type)), ins, outs,
+          maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value pv = a[0], gv = a[1];
+            Value lr = cst(nb, l, this->lr);
+            if (cosine) {
+              // lr * (t <= W ? t / W : 0.5 (1 + cos(pi min(1, (t-W)/(T-W)))))
+              Value tv = a[tIndex];
+              double W = warmupSteps, T = totalSteps;
+              Value warm = W > 0 ? arith::DivFOp::create(nb, l, tv, cst(nb, l, W))
+                                       .getResult()
+                                 : cst(nb, l, 1.0);
+              Value prog = arith::DivFOp::create(
+                  nb, l, arith::SubFOp::create(nb, l, tv, cst(nb, l, W)),
+                  cst(nb, l, T - W));
+              prog = arith::MinimumFOp::create(
+                  nb, l, arith::MaximumFOp::create(nb, l, prog, cst(nb, l, 0.0)),
+                  cst(nb, l, 1.0));
+              Value cosv = math::CosOp::create(
+                  nb, l, arith::MulFOp::create(nb, l, prog, cst(nb, l, M_PI)));
+              Value decayf = arith::MulFOp::create(
+                  nb, l, cst(nb, l, 0.5),
+                  arith::AddFOp::create(nb, l, cst(nb, l, 1.0), cosv));
+              Value inWarmup = arith::CmpFOp::create(
+                  nb, l, arith::CmpFPredicate::OLE, tv, cst(nb, l, W));
+              Value factor =
+                  arith::SelectOp::create(nb, l, inWarmup, warm, decayf);
+              lr = arith::MulFOp::create(nb, l, lr, factor);
+            }
+            if (optimizer == "sgd") {
+              Value d = arith::MulFOp::create(nb, l, lr, gv);
+              linalg::YieldOp::create(
+                  nb, l, ValueRange{arith::SubFOp::create(nb, l, pv, d)});
+              return;
+            }
+            if (optimizer == "momentum") {
+              Value buf = arith::AddFOp::create(
+                  nb, l, arith::MulFOp::create(nb, l, cst(nb, l, momentum), a[2]),
+                  gv);
+              Value np = arith::SubFOp::create(
+                  nb, l, pv, arith::MulFOp::create(nb, l, lr, buf));
+              linalg::YieldOp::create(nb, l, ValueRange{np, buf});
+              return;
+            }
+            // AdamW.
+            Value m = a[2], v = a[3], tv = a[tIndex];
+            Value one = cst(nb, l, 1.0);
+            Value b1 = cst(nb, l, beta1), b2 = cst(nb, l, beta2);
+            Value nm = arith::AddFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, b1, m),
+                arith::MulFOp::create(nb, l, cst(nb, l, 1.0 - beta1), gv));
+            Value nv = arith::AddFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, b2, v),
+                arith::MulFOp::create(
+                    nb, l, cst(nb, l, 1.0 - beta2),
+                    arith::MulFOp::create(nb, l, gv, gv)));
+            Value bc1 = arith::SubFOp::create(
+                nb, l, one, math::PowFOp::create(nb, l, b1, tv));
+            Value bc2 = arith::SubFOp::create(
+                nb, l, one, math::PowFOp::create(nb, l, b2, tv));
+            Value mhat = arith::DivFOp::create(nb, l, nm, bc1);
+            Value vhat = arith::DivFOp::create(nb, l, nv, bc2);
+            Value denom = arith::AddFOp::create(
+                nb, l, math::SqrtOp::create(nb, l, vhat),
+                cst(nb, l, epsilon));
+            Value adam = arith::DivFOp::create(nb, l, mhat, denom);
+            Value decay = arith::MulFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, lr, cst(nb, l, weightDecay)),
+                pv);
+            Value np = arith::SubFOp::create(
+                nb, l,
+                arith::SubFOp::create(nb, l, pv, decay),
+                arith::MulFOp::create(nb, l, lr, adam));
+            linalg::YieldOp::create(nb, l, ValueRange{np, nm, nv});
+          });
+      results.push_back(update.getResult(0));
+      for (unsigned k = 0; k < statePerParam; ++k)
+        newState.push_back(update.getResult(1 + k));
+    }
+    // State results are grouped by kind, like the arguments.
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (unsigned j = 0; j < params.size(); ++j)
+        results.push_back(newState[j * statePerParam + k]);
+  }
+
+  /// For a pipeline stage (par-pipeline-split's `f_s<k>`): `f_s<k>_update(
+  /// params..., grads..., state..., [t]) -> (params'..., state'..., [t'])`.
+  /// The pipeline driver sums each gradient over the micro-batches; the
+  /// update averages (1 / micro-batches) and applies the optimizer, so a
+  /// stage's parameters and state never leave its ranks.
+  LogicalResult buildUpdate(func::FuncOp fn) {
+    ModuleOp module = getOperation();
+    auto stageArgs =
+        fn->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kStageArgsAttrName);
+    auto grad =
+        module.lookupSymbol<func::FuncOp>((fn.getName() + "_grad").str());
+    if (!stageArgs || !grad)
+      return fn.emitOpError("is a pipeline stage without par.stage_args or "
+                            "its gradient (run par-pipeline-split, then "
+                            "par-autodiff)");
+    if (clipNorm > 0)
+      return fn.emitOpError("clip-norm needs the norm over all stages' "
+                            "gradients, which pipelined updates do not "
+                            "compute yet");
+    SmallVector<unsigned> params;
+    for (unsigned i = 0; i < stageArgs.size(); ++i)
+      if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+        params.push_back(i);
+    unsigned P = params.size(), K = stateKinds();
+    Type lossType = fn.getResultTypes()[0];
+    bool hasStep = optimizer == "adamw" || schedule == "cosine";
+    SmallVector<Type> types, resultTypes;
+    for (unsigned rep = 0; rep < 2 + K; ++rep)
+      for (unsigned p : params)
+        types.push_back(fn.getArgumentTypes()[p]);
+    for (unsigned rep = 0; rep < 1 + K; ++rep)
+      for (unsigned p : params)
+        resultTypes.push_back(fn.getArgumentTypes()[p]);
+    if (hasStep) {
+      types.push_back(lossType);
+      resultTypes.push_back(lossType);
+    }
+    std::string name = (fn.getName() + "_update").str();
+    if (module.lookupSymbol(name))
+      return fn.emitOpError() << "cannot create '" << name
+                              << "': the symbol exists";
+    OpBuilder b(&getContext());
+    b.setInsertionPointAfter(grad);
+    Location loc = fn.getLoc();
+    auto update = func::FuncOp::create(b, loc, name,
+                                       b.getFunctionType(types, resultTypes));
+    SmallVector<int64_t> origIdx;
+    for (auto [j, p] : llvm::enumerate(params)) {
+      origIdx.push_back(stageArgs[p]);
+      Attribute sharding = fn.getArgAttr(p, ParDialect::kShardingAttrName);
+      for (unsigned rep = 0; rep < 2 + K; ++rep) {
+        unsigned a = rep * P + j;
+        if (sharding)
+          update.setArgAttr(a, ParDialect::kShardingAttrName, sharding);
+        if (rep >= 2)
+          update.setArgAttr(a, ParDialect::kInitAttrName,
+                            b.getStringAttr("zeros"));
+      }
+      if (Attribute init = fn.getArgAttr(p, ParDialect::kInitAttrName))
+        update.setArgAttr(j, ParDialect::kInitAttrName, init);
+      for (unsigned rep = 0; rep < 1 + K; ++rep)
+        if (sharding)
+          update.setResultAttr(rep * P + j, ParDialect::kShardingAttrName,
+                               sharding);
+    }
+    if (hasStep)
+      update.setArgAttr(types.size() - 1, ParDialect::kInitAttrName,
+                        b.getStringAttr("ones"));
+    update->setAttr(ParDialect::kStageAttrName,
+                    fn->getAttr(ParDialect::kStageAttrName));
+    update->setAttr(ParDialect::kStageArgsAttrName,
+                    b.getDenseI64ArrayAttr(origIdx));
+    Block *body = update.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    ValueRange args = body->getArguments();
+    SmallVector<Value> grads(args.slice(P, P));
+    if (microBatches > 1) {
+      double inv = 1.0 / static_cast<double>(microBatches);
+      for (Value &g : grads)
+        g = elementwise(b, loc, g, Value(),
+                        [&](OpBuilder &nb, Location l, ValueRange a) {
+                          Type et = a[0].getType();
+                          return arith::MulFOp::create(
+                              nb, l, a[0],
+                              arith::ConstantOp::create(
+                                  nb, l, et, nb.getFloatAttr(et, inv)));
+                        });
+    }
+    Value t = hasStep ? args.back() : Value();
+    SmallVector<Value> results;
+    SmallVector<Value> paramVals(args.take_front(P)),
+        stateVals(args.slice(2 * P, K * P));
+    emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
+    if (hasStep) {
+      auto tt = cast<RankedTensorType>(t.getType());
+      Value one = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(
+                      tt, b.getFloatAttr(tt.getElementType(), 1.0)));
+      results.push_back(arith::AddFOp::create(b, loc, t, one));
+    }
+    func::ReturnOp::create(b, loc, results);
+    return success();
+  }
+
   LogicalResult buildStep(func::FuncOp fn) {
     ModuleOp module = getOperation();
     auto grad = module.lookupSymbol<func::FuncOp>((fn.getName() + "_grad").str());
@@ -141,8 +374,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     b.setInsertionPointAfter(grad);
 
     // Signature: f's arguments, then the state.
-    unsigned statePerParam =
-        optimizer == "sgd" ? 0 : optimizer == "momentum" ? 1 : 2;
+    unsigned statePerParam = stateKinds();
     SmallVector<Type> argTypes(fn.getArgumentTypes());
     // With micro-batches, f is the program of one micro-batch and the step
     // takes m of them: every data argument's dim 0 grows m-fold.
@@ -316,118 +548,13 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       }
     }
 
-    for (auto [j, p] : llvm::enumerate(params)) {
-      Value param = args[p];
-      Value g = grads[j];
-      auto type = cast<RankedTensorType>(param.getType());
-      Type elt = type.getElementType();
-      auto cst = [&](OpBuilder &nb, Location l, double v) -> Value {
-        return arith::ConstantOp::create(nb, l, elt, nb.getFloatAttr(elt, v));
-      };
-      int64_t rank = type.getRank();
-      AffineMap id = b.getMultiDimIdentityMap(rank);
-      AffineMap scalar = AffineMap::get(rank, 0, {}, ctx);
-      SmallVector<utils::IteratorType> iters(rank,
-                                             utils::IteratorType::parallel);
-      SmallVector<Value> ins{param, g};
-      SmallVector<AffineMap> maps{id, id};
-      for (unsigned k = 0; k < statePerParam; ++k) {
-        ins.push_back(args[fn.getNumArguments() + k * params.size() + j]);
-        maps.push_back(id);
-      }
-      int64_t tIndex = ins.size();
-      if (hasStep) {
-        ins.push_back(t);
-        maps.push_back(scalar);
-      }
-      SmallVector<Value> outs;
-      for (unsigned k = 0; k < 1 + statePerParam; ++k) {
-        outs.push_back(tensor::EmptyOp::create(b, loc, type.getShape(), elt));
-        maps.push_back(id);
-      }
-      auto update = linalg::GenericOp::create(
-          b, loc, TypeRange(SmallVector<Type>(outs.size(), type)), ins, outs,
-          maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
-            Value pv = a[0], gv = a[1];
-            Value lr = cst(nb, l, this->lr);
-            if (cosine) {
-              // lr * (t <= W ? t / W : 0.5 (1 + cos(pi min(1, (t-W)/(T-W)))))
-              Value tv = a[tIndex];
-              double W = warmupSteps, T = totalSteps;
-              Value warm = W > 0 ? arith::DivFOp::create(nb, l, tv, cst(nb, l, W))
-                                       .getResult()
-                                 : cst(nb, l, 1.0);
-              Value prog = arith::DivFOp::create(
-                  nb, l, arith::SubFOp::create(nb, l, tv, cst(nb, l, W)),
-                  cst(nb, l, T - W));
-              prog = arith::MinimumFOp::create(
-                  nb, l, arith::MaximumFOp::create(nb, l, prog, cst(nb, l, 0.0)),
-                  cst(nb, l, 1.0));
-              Value cosv = math::CosOp::create(
-                  nb, l, arith::MulFOp::create(nb, l, prog, cst(nb, l, M_PI)));
-              Value decayf = arith::MulFOp::create(
-                  nb, l, cst(nb, l, 0.5),
-                  arith::AddFOp::create(nb, l, cst(nb, l, 1.0), cosv));
-              Value inWarmup = arith::CmpFOp::create(
-                  nb, l, arith::CmpFPredicate::OLE, tv, cst(nb, l, W));
-              Value factor =
-                  arith::SelectOp::create(nb, l, inWarmup, warm, decayf);
-              lr = arith::MulFOp::create(nb, l, lr, factor);
-            }
-            if (optimizer == "sgd") {
-              Value d = arith::MulFOp::create(nb, l, lr, gv);
-              linalg::YieldOp::create(
-                  nb, l, ValueRange{arith::SubFOp::create(nb, l, pv, d)});
-              return;
-            }
-            if (optimizer == "momentum") {
-              Value buf = arith::AddFOp::create(
-                  nb, l, arith::MulFOp::create(nb, l, cst(nb, l, momentum), a[2]),
-                  gv);
-              Value np = arith::SubFOp::create(
-                  nb, l, pv, arith::MulFOp::create(nb, l, lr, buf));
-              linalg::YieldOp::create(nb, l, ValueRange{np, buf});
-              return;
-            }
-            // AdamW.
-            Value m = a[2], v = a[3], tv = a[tIndex];
-            Value one = cst(nb, l, 1.0);
-            Value b1 = cst(nb, l, beta1), b2 = cst(nb, l, beta2);
-            Value nm = arith::AddFOp::create(
-                nb, l, arith::MulFOp::create(nb, l, b1, m),
-                arith::MulFOp::create(nb, l, cst(nb, l, 1.0 - beta1), gv));
-            Value nv = arith::AddFOp::create(
-                nb, l, arith::MulFOp::create(nb, l, b2, v),
-                arith::MulFOp::create(
-                    nb, l, cst(nb, l, 1.0 - beta2),
-                    arith::MulFOp::create(nb, l, gv, gv)));
-            Value bc1 = arith::SubFOp::create(
-                nb, l, one, math::PowFOp::create(nb, l, b1, tv));
-            Value bc2 = arith::SubFOp::create(
-                nb, l, one, math::PowFOp::create(nb, l, b2, tv));
-            Value mhat = arith::DivFOp::create(nb, l, nm, bc1);
-            Value vhat = arith::DivFOp::create(nb, l, nv, bc2);
-            Value denom = arith::AddFOp::create(
-                nb, l, math::SqrtOp::create(nb, l, vhat),
-                cst(nb, l, epsilon));
-            Value adam = arith::DivFOp::create(nb, l, mhat, denom);
-            Value decay = arith::MulFOp::create(
-                nb, l, arith::MulFOp::create(nb, l, lr, cst(nb, l, weightDecay)),
-                pv);
-            Value np = arith::SubFOp::create(
-                nb, l,
-                arith::SubFOp::create(nb, l, pv, decay),
-                arith::MulFOp::create(nb, l, lr, adam));
-            linalg::YieldOp::create(nb, l, ValueRange{np, nm, nv});
-          });
-      results.push_back(update.getResult(0));
-      for (unsigned k = 0; k < statePerParam; ++k)
-        newState.push_back(update.getResult(1 + k));
-    }
-    // State results are grouped by kind, like the arguments.
+    SmallVector<Value> paramVals, stateVals;
+    for (unsigned p : params)
+      paramVals.push_back(args[p]);
     for (unsigned k = 0; k < statePerParam; ++k)
       for (unsigned j = 0; j < params.size(); ++j)
-        results.push_back(newState[j * statePerParam + k]);
+        stateVals.push_back(args[fn.getNumArguments() + k * params.size() + j]);
+    emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
     if (hasStep) {
       auto tt = cast<RankedTensorType>(t.getType());
       Value one = arith::ConstantOp::create(

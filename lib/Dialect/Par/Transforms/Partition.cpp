@@ -21,6 +21,7 @@
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/Support/DebugLog.h"
 
 #define DEBUG_TYPE "par-partition"
@@ -93,6 +94,9 @@ struct PartitionPass : public mlir::par::impl::PartitionBase<PartitionPass> {
 private:
   LogicalResult partitionFunction(FunctionOpInterface fn);
   LogicalResult partitionRuleOp(Operation *op, const ShardingRule &rule);
+  /// Tensors a rule op's body reads from above (a gather's table) are read
+  /// at global indices, so each device gets them whole first.
+  LogicalResult replicateCaptured(Operation *op);
   LogicalResult partitionStructural(Operation *op);
   LogicalResult checkNoRuleOp(Operation *op);
   /// Emits the collectives turning `value` (local, of global type `global`,
@@ -403,6 +407,31 @@ LogicalResult PartitionPass::partitionRuleOp(Operation *op,
   return success();
 }
 
+LogicalResult PartitionPass::replicateCaptured(Operation *op) {
+  SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  for (Value v : captured) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    ShardingAttr s = type ? shardingOf(v) : ShardingAttr();
+    if (!s || s.isFullyReplicated())
+      continue;
+    RankedTensorType global = globalTypes.lookup(v);
+    if (!global)
+      global = type;
+    ShardingAttr whole = ShardingAttr::getReplicated(
+        op->getContext(), s.getMesh(), global.getRank());
+    OpBuilder b(op);
+    FailureOr<Value> full =
+        materialize(b, op->getLoc(), v, global, s, whole, op);
+    if (failed(full))
+      return failure();
+    noteNewValue(*full, v, whole);
+    for (Region &r : op->getRegions())
+      replaceAllUsesInRegionWith(v, *full, r);
+  }
+  return success();
+}
+
 LogicalResult PartitionPass::partitionStructural(Operation *op) {
   // Results of region/branch/call ops share their class's sharding with the
   // values flowing into them; only their types change.
@@ -514,7 +543,8 @@ LogicalResult PartitionPass::partitionFunction(FunctionOpInterface fn) {
     }
     auto rule = rules.find(op);
     if (rule != rules.end()) {
-      if (failed(partitionRuleOp(op, rule->second)))
+      if (failed(replicateCaptured(op)) ||
+          failed(partitionRuleOp(op, rule->second)))
         return failure();
       continue;
     }

@@ -53,6 +53,17 @@ def Par_Dialect : Dialect {
     /// micro-batches each data argument is split into (a positive i64).
     static constexpr ::llvm::StringLiteral kMicroBatchesAttrName =
         "par.micro_batches";
+    /// Pipeline parallelism. On an op: the stage a user pins it to (an i64).
+    /// On a function par-pipeline-split made: the stage it computes.
+    static constexpr ::llvm::StringLiteral kStageAttrName = "par.stage";
+    /// On a stage function: for each leading argument, the index of the
+    /// argument of the split function it stands for (an i64 array).
+    static constexpr ::llvm::StringLiteral kStageArgsAttrName =
+        "par.stage_args";
+    /// On the module: what par-pipeline-split made (a dictionary: `func`,
+    /// `stages`) and par-pipeline-schedule's per-rank programs (`schedule`,
+    /// `p`, `m`, `v`, `programs`: one string of actions per rank).
+    static constexpr ::llvm::StringLiteral kPipelineAttrName = "par.pipeline";
   }];
 }
 
