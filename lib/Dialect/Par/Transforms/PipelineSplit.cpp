@@ -280,7 +280,7 @@ struct PipelineSplitPass
     if (report) {
       double total = prefix[n], worst = 0;
       llvm::outs() << "par-pipeline-split: @" << fn.getName() << " into " << S
-                   << " stages (cost = FLOPs + " << kFlopsPerByte
+                   << " stages (cost = FLOPs + " << llvm::format("%g", kFlopsPerByte)
                    << " x bytes)\n";
       for (int64_t k = 0; k < S; ++k) {
         double c = prefix[stageEnd[k] + 1] - prefix[stageBegin[k]];

@@ -1,0 +1,29 @@
+// RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=1f1b micro-batches=4 diagram=true" | FileCheck %s
+// RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=gpipe micro-batches=4 diagram=true" | FileCheck %s --check-prefix=GPIPE
+// RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=4 --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=interleaved virtual=2 micro-batches=4" --par-verify-pipeline | FileCheck %s --check-prefix=INTER
+
+// Tests the pipeline programs in the IR: 1F1B over the "pp" axis (2 ranks)
+// with 4 micro-batches. The timeline (unit costs: F = 1, B = 2) has the
+// (p-1)/(m+p-1) = 1/5 bubble, and every rank's ordered actions, transfers
+// included, are stored in the module's par.pipeline.
+// CHECK:      par-pipeline-schedule: 1f1b p=2 m=4 v=1 (unit costs: F=1, B=2)
+// CHECK:      rank 0 | F0 F1 .  .  B0 B0 F2 B1 B1 F3 B2 B2 .  B3 B3
+// CHECK-NEXT: rank 1 | .  F0 B0 B0 F1 B1 B1 F2 B2 B2 F3 B3 B3 .  .
+// CHECK:        bubble fraction 0.2, peak activations on rank 0: 2
+// CHECK:      module attributes {par.pipeline = {axis = "pp", func = "loss", m = 4 : i64, p = 2 : i64,
+// CHECK-SAME:   programs = ["F(mb=0,s=0) send-act(mb=0,s=1,to=1) F(mb=1,s=0) send-act(mb=1,s=1,to=1) recv-grad(mb=0,s=1,from=1) B(mb=0,s=0)
+// CHECK-SAME:   "recv-act(mb=0,s=1,from=0) F(mb=0,s=1) recv-act(mb=1,s=1,from=0) B(mb=0,s=1) send-grad(mb=0,s=1,to=0)
+// CHECK-SAME:   schedule = "1f1b", stages = 2 : i64, v = 1 : i64}}
+// The stage updates: parameters, summed gradients (averaged over the 4
+// micro-batches inside), state; the stage they belong to.
+// CHECK-LABEL: func.func @loss_s0_update(
+// CHECK-SAME:    attributes {par.stage = 0 : i64, par.stage_args = array<i64: 1, 2>}
+// CHECK:         arith.constant 2.500000e-01
+
+// GPipe: all forwards, then all backwards; all 4 activations in flight.
+// GPIPE:      rank 0 | F0 F1 F2 F3 .  .  .  B0 B0 B1 B1 B2 B2 B3 B3
+// GPIPE:        bubble fraction 0.2, peak activations on rank 0: 4
+
+// Interleaved: 4 stages, 2 per rank (stage s on rank s mod 2).
+// INTER: programs = ["F(mb=0,s=0) send-act(mb=0,s=1,to=1) F(mb=1,s=0) recv-act(mb=0,s=2,from=1)
+// INTER-SAME: schedule = "interleaved", stages = 4 : i64, v = 2 : i64
