@@ -47,3 +47,165 @@ func.func @batched(%q: memref<2x3x16x8xf32>, %k: memref<2x3x16x8xf32>, %o: memre
   }
   return
 }
+
+// Tests that an input gradient as par-autodiff builds it, dX[m, n] +=
+// W[n, k] * dY[m, k] (`ins(W, dY)`: the output's row dim indexes the second
+// input), calls BLAS with the inputs swapped, dY as A and W as B transposed.
+// CHECK-LABEL: func.func @swapped_input_grad
+// CHECK-SAME:    (%[[W:.*]]: memref<16x8xf32>, %[[DY:.*]]: memref<4x8xf32>, %[[DX:.*]]: memref<4x16xf32>)
+// CHECK-DAG:     %[[PW:.*]] = memref.extract_aligned_pointer_as_index %[[W]]
+// CHECK-DAG:     %[[PDY:.*]] = memref.extract_aligned_pointer_as_index %[[DY]]
+// CHECK-DAG:     %[[PDX:.*]] = memref.extract_aligned_pointer_as_index %[[DX]]
+// CHECK-DAG:     %[[AW:.*]] = arith.index_cast %[[PW]] : index to i64
+// CHECK-DAG:     %[[ADY:.*]] = arith.index_cast %[[PDY]] : index to i64
+// CHECK-DAG:     %[[ADX:.*]] = arith.index_cast %[[PDX]] : index to i64
+// CHECK-DAG:     %[[B1:.*]] = arith.constant 1 : i64
+// CHECK-DAG:     %[[M:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[N:.*]] = arith.constant 16 : i64
+// CHECK-DAG:     %[[K:.*]] = arith.constant 8 : i64
+// CHECK-DAG:     %[[F:.*]] = arith.constant 0 : i32
+// CHECK-DAG:     %[[T:.*]] = arith.constant 1 : i32
+// CHECK:         call @par_rt_k_batch_matmul(%[[ADY]], %[[AW]], %[[ADX]], %[[B1]], %[[M]], %[[N]], %[[K]], %[[F]], %[[T]], %{{.*}}, %{{.*}})
+// CHECK-NOT:     linalg.generic
+#wt = affine_map<(m, n, k) -> (n, k)>
+#dy = affine_map<(m, n, k) -> (m, k)>
+#dx = affine_map<(m, n, k) -> (m, n)>
+func.func @swapped_input_grad(%w: memref<16x8xf32>, %dy: memref<4x8xf32>, %dx: memref<4x16xf32>) {
+  linalg.generic {indexing_maps = [#wt, #dy, #dx], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %dy : memref<16x8xf32>, memref<4x8xf32>) outs(%dx : memref<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// Tests the swapped 2-D forms without transposes (c[m, n] += b[k, n] *
+// a[m, k], the product written b * a and the sum p + acc) and with A
+// transposed (c[m, n] += b[k, n] * a[k, m]).
+// CHECK-LABEL: func.func @swapped_2d
+// CHECK-SAME:    (%[[B:.*]]: memref<8x16xf64>, %[[A:.*]]: memref<4x8xf64>, %[[AT:.*]]: memref<8x4xf64>, %[[C:.*]]: memref<4x16xf64>)
+// CHECK-DAG:     %[[PB:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK-DAG:     %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK-DAG:     %[[AB:.*]] = arith.index_cast %[[PB]] : index to i64
+// CHECK-DAG:     %[[AA:.*]] = arith.index_cast %[[PA]] : index to i64
+// CHECK:         call @par_rt_k_batch_matmul(%[[AA]], %[[AB]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[F0:.*]], %[[F1:.*]], %{{.*}}, %{{.*}})
+// CHECK-DAG:     %[[PAT:.*]] = memref.extract_aligned_pointer_as_index %[[AT]]
+// CHECK-DAG:     %[[PB2:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK-DAG:     %[[AAT:.*]] = arith.index_cast %[[PAT]] : index to i64
+// CHECK-DAG:     %[[AB2:.*]] = arith.index_cast %[[PB2]] : index to i64
+// CHECK-DAG:     %[[T0:.*]] = arith.constant 1 : i32
+// CHECK-DAG:     %[[T1:.*]] = arith.constant 0 : i32
+// CHECK:         call @par_rt_k_batch_matmul(%[[AAT]], %[[AB2]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[T0]], %[[T1]], %{{.*}}, %{{.*}})
+// CHECK-NOT:     linalg.generic
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mk = affine_map<(m, n, k) -> (m, k)>
+#km = affine_map<(m, n, k) -> (k, m)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+func.func @swapped_2d(%b: memref<8x16xf64>, %a: memref<4x8xf64>, %at: memref<8x4xf64>, %c: memref<4x16xf64>) {
+  linalg.generic {indexing_maps = [#kn, #mk, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%b, %a : memref<8x16xf64>, memref<4x8xf64>) outs(%c : memref<4x16xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %y, %x : f64
+    %r = arith.addf %p, %acc : f64
+    linalg.yield %r : f64
+  }
+  linalg.generic {indexing_maps = [#kn, #km, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%b, %at : memref<8x16xf64>, memref<8x4xf64>) outs(%c : memref<4x16xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %r = arith.addf %acc, %p : f64
+    linalg.yield %r : f64
+  }
+  return
+}
+
+// Tests attention's backward contractions in autodiff's operand order:
+// dQ[b,h,s,d] += K[b,h,t,d] * dS[b,h,s,t] (no transposes) and
+// dK[b,h,t,d] += Q[b,h,s,d] * dS[b,h,s,t] (A = dS transposed), each a batch
+// of b*h GEMMs with dS as A.
+// CHECK-LABEL: func.func @swapped_batched
+// CHECK-SAME:    (%[[K:.*]]: memref<2x3x16x8xf32>, %[[Q:.*]]: memref<2x3x16x8xf32>, %[[DS:.*]]: memref<2x3x16x16xf32>, %[[DQ:.*]]: memref<2x3x16x8xf32>)
+// CHECK-DAG:     %[[PK:.*]] = memref.extract_aligned_pointer_as_index %[[K]]
+// CHECK-DAG:     %[[PDS:.*]] = memref.extract_aligned_pointer_as_index %[[DS]]
+// CHECK-DAG:     %[[AK:.*]] = arith.index_cast %[[PK]] : index to i64
+// CHECK-DAG:     %[[ADS:.*]] = arith.index_cast %[[PDS]] : index to i64
+// CHECK-DAG:     %[[NB:.*]] = arith.constant 6 : i64
+// CHECK-DAG:     %[[S:.*]] = arith.constant 16 : i64
+// CHECK-DAG:     %[[D:.*]] = arith.constant 8 : i64
+// CHECK-DAG:     %[[F:.*]] = arith.constant 0 : i32
+// CHECK:         call @par_rt_k_batch_matmul(%[[ADS]], %[[AK]], %{{.*}}, %[[NB]], %[[S]], %[[D]], %[[S]], %[[F]], %[[F]], %{{.*}}, %{{.*}})
+// CHECK-DAG:     %[[PQ:.*]] = memref.extract_aligned_pointer_as_index %[[Q]]
+// CHECK-DAG:     %[[PDS2:.*]] = memref.extract_aligned_pointer_as_index %[[DS]]
+// CHECK-DAG:     %[[AQ:.*]] = arith.index_cast %[[PQ]] : index to i64
+// CHECK-DAG:     %[[ADS2:.*]] = arith.index_cast %[[PDS2]] : index to i64
+// CHECK-DAG:     %[[NB2:.*]] = arith.constant 6 : i64
+// CHECK-DAG:     %[[S2:.*]] = arith.constant 16 : i64
+// CHECK-DAG:     %[[D2:.*]] = arith.constant 8 : i64
+// CHECK-DAG:     %[[T:.*]] = arith.constant 1 : i32
+// CHECK-DAG:     %[[F2:.*]] = arith.constant 0 : i32
+// CHECK:         call @par_rt_k_batch_matmul(%[[ADS2]], %[[AQ]], %{{.*}}, %[[NB2]], %[[S2]], %[[D2]], %[[S2]], %[[T]], %[[F2]], %{{.*}}, %{{.*}})
+// CHECK-NOT:     linalg.generic
+#k_dq = affine_map<(b, h, s, d, t) -> (b, h, t, d)>
+#ds_dq = affine_map<(b, h, s, d, t) -> (b, h, s, t)>
+#dq = affine_map<(b, h, s, d, t) -> (b, h, s, d)>
+#q_dk = affine_map<(b, h, t, d, s) -> (b, h, s, d)>
+#ds_dk = affine_map<(b, h, t, d, s) -> (b, h, s, t)>
+#dk = affine_map<(b, h, t, d, s) -> (b, h, t, d)>
+func.func @swapped_batched(%k: memref<2x3x16x8xf32>, %q: memref<2x3x16x8xf32>, %ds: memref<2x3x16x16xf32>, %dq: memref<2x3x16x8xf32>) {
+  linalg.generic {indexing_maps = [#k_dq, #ds_dq, #dq], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%k, %ds : memref<2x3x16x8xf32>, memref<2x3x16x16xf32>) outs(%dq : memref<2x3x16x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#q_dk, #ds_dk, #dk], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %ds : memref<2x3x16x8xf32>, memref<2x3x16x16xf32>) outs(%dq : memref<2x3x16x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// Tests that a swapped-order generic whose body is not acc + a * b (acc -
+// a * b, acc + b / a, acc + b * b) is not sent to BLAS.
+// CHECK-LABEL: func.func @swapped_not_gemm
+// CHECK-NOT:     call @par_rt_k_batch_matmul
+// CHECK:         linalg.generic
+// CHECK:           arith.subf
+// CHECK:         linalg.generic
+// CHECK:           arith.divf
+// CHECK:         linalg.generic
+// CHECK:           arith.mulf %[[Y:.*]], %[[Y]]
+// CHECK-NOT:     call @par_rt_k_batch_matmul
+#wt2 = affine_map<(m, n, k) -> (n, k)>
+#dy2 = affine_map<(m, n, k) -> (m, k)>
+#dx2 = affine_map<(m, n, k) -> (m, n)>
+func.func @swapped_not_gemm(%w: memref<16x8xf32>, %dy: memref<4x8xf32>, %dx: memref<4x16xf32>) {
+  linalg.generic {indexing_maps = [#wt2, #dy2, #dx2], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %dy : memref<16x8xf32>, memref<4x8xf32>) outs(%dx : memref<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.subf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#wt2, #dy2, #dx2], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %dy : memref<16x8xf32>, memref<4x8xf32>) outs(%dx : memref<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.divf %b, %a : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#wt2, #dy2, #dx2], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %dy : memref<16x8xf32>, memref<4x8xf32>) outs(%dx : memref<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %b, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}

@@ -1,7 +1,7 @@
 // Tests the pipeline passes' errors: a schedule needs the split first, a
 // pipeline axis, stages = axis size x virtual, a train step accumulating as
-// many micro-batches, a schedule the split can run (ZB-H1 needs a split
-// backward), and m divisible by p for interleaved. par-verify-pipeline
+// many micro-batches, a known schedule the split can run (ZB-H1 needs a
+// split backward), and m divisible by p for interleaved. par-verify-pipeline
 // rejects hand-edited programs that would hang, naming both ranks.
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-schedule 2>&1 | FileCheck %s --check-prefix=NOSPLIT
 // NOSPLIT: error: par-pipeline-schedule: the module has no pipeline stages (run par-pipeline-split first)
@@ -12,7 +12,9 @@
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=2" "--par-pipeline-schedule=micro-batches=4" 2>&1 | FileCheck %s --check-prefix=MB
 // MB: error: 'func.func' op accumulates 2 micro-batch(es) but the pipeline schedule has 4 (give par-optimizer micro-batches=4)
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 "--par-pipeline-schedule=schedule=zbh1" 2>&1 | FileCheck %s --check-prefix=ZB
-// ZB: error: par-pipeline-schedule: unknown or unsupported schedule 'zbh1' (expected gpipe, 1f1b or interleaved; zbh1 needs the backward split
+// ZB: error: par-pipeline-schedule: zbh1 runs the input and weight halves of each backward apart: split with par-pipeline-split=split-backward=true
+// RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 "--par-pipeline-schedule=schedule=zb" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: error: par-pipeline-schedule: unknown schedule 'zb' (expected gpipe, 1f1b, interleaved or zbh1)
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=4 "--par-pipeline-schedule=schedule=interleaved virtual=2 micro-batches=3" 2>&1 | FileCheck %s --check-prefix=INTER
 // INTER: error: par-pipeline-schedule: interleaved needs m divisible by p (m=3, p=2)
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 "--par-pipeline-schedule=micro-batches=0" 2>&1 | FileCheck %s --check-prefix=M0

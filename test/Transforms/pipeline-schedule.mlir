@@ -10,7 +10,7 @@
 // CHECK:      rank 0 | F0 F1 .  .  B0 B0 F2 B1 B1 F3 B2 B2 .  B3 B3
 // CHECK-NEXT: rank 1 | .  F0 B0 B0 F1 B1 B1 F2 B2 B2 F3 B3 B3 .  .
 // CHECK:        bubble fraction 0.2, peak activations on rank 0: 2
-// CHECK:      module attributes {par.pipeline = {axis = "pp", func = "loss", m = 4 : i64, p = 2 : i64,
+// CHECK:      module attributes {par.pipeline = {axis = "pp", backward = "full", func = "loss", m = 4 : i64, p = 2 : i64,
 // CHECK-SAME:   programs = ["F(mb=0,s=0) send-act(mb=0,s=1,to=1) F(mb=1,s=0) send-act(mb=1,s=1,to=1) recv-grad(mb=0,s=1,from=1) B(mb=0,s=0)
 // CHECK-SAME:   "recv-act(mb=0,s=1,from=0) F(mb=0,s=1) recv-act(mb=1,s=1,from=0) B(mb=0,s=1) send-grad(mb=0,s=1,to=0)
 // CHECK-SAME:   schedule = "1f1b", stages = 2 : i64, v = 1 : i64}}
@@ -27,3 +27,21 @@
 // Interleaved: 4 stages, 2 per rank (stage s on rank s mod 2).
 // INTER: programs = ["F(mb=0,s=0) send-act(mb=0,s=1,to=1) F(mb=1,s=0) recv-act(mb=0,s=2,from=1)
 // INTER-SAME: schedule = "interleaved", stages = 4 : i64, v = 2 : i64
+
+// ZB-H1: the split also makes each stage's input-gradient (_bi, stages > 0)
+// and weight-gradient (_bw) halves; the programs run BI and BW apart, and
+// the weight gradients fill the bubbles.
+// RUN: par-opt %S/Inputs/pipeline-mlp.mlir "--par-pipeline-split=stages=2 split-backward=true" --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=zbh1 micro-batches=4 diagram=true" | FileCheck %s --check-prefix=ZB
+// ZB:      rank 0 | F0 F1 .  B0 W0 F2 B1 W1 F3 B2 W2 B3 W3
+// ZB-NEXT: rank 1 | .  F0 B0 F1 B1 W0 F2 B2 W1 F3 B3 W2 W3
+// ZB:      bubble fraction 0.0769231, peak activations on rank 0: 2
+// ZB:      backward = "split"
+// ZB-SAME: BI(mb=0,s=0) BW(mb=0,s=0)
+// ZB-LABEL: func.func @loss_s0_bw(
+// ZB-SAME:    %arg1: tensor<16x16xf32> {par.param}
+// ZB-SAME:    par.stage_part = "weight"
+// ZB-NOT:   func.func @loss_s0_bi(
+// ZB-LABEL: func.func @loss_s1_bi(
+// ZB-SAME:    %arg1: tensor<16x64xf32>, %arg2: tensor<64x4xf32>, %arg3: tensor<8x16xf32> {par.param, par.sharding
+// ZB-SAME:    par.stage_part = "input"
+// ZB-NOT:   func.func @loss_s1_bi_update

@@ -219,9 +219,9 @@ Options parseArgs(int argc, char **argv) {
   if (!o.lossPlot.empty() && o.steps == 0)
     fail("--loss-plot needs --steps");
   if (o.pipeline && (o.steps == 0 || o.data.empty() || !o.entry.empty() ||
-                     !o.inputs.empty() || o.sample > 0))
+                     !o.inputs.empty()))
     fail("--pipeline trains: it needs --steps and --data, and takes neither "
-         "--entry, --input nor --sample");
+         "--entry nor --input");
   if (!o.trace.empty() && !o.pipeline)
     fail("--trace needs --pipeline");
   if (o.sample > 0 && (o.steps == 0 || o.data.empty()))
@@ -971,6 +971,42 @@ std::vector<char> assembleGlobal(par_rt_context_t *ctx, const FunctionSpec &f,
   return g;
 }
 
+/// The next token from the logits at `base` (row 0, the last filled
+/// position): argmax at temperature 0, else drawn from softmax(logits / T)
+/// with the seed's generator (draw `n`).
+int64_t drawToken(const Options &o, const TensorSpec &lt, const char *logits,
+                  int64_t base, int64_t vocab, int64_t n) {
+  std::vector<double> p(vocab);
+  double best = -INFINITY;
+  int64_t next = 0;
+  for (int64_t v = 0; v < vocab; ++v) {
+    p[v] = loadValue(lt, logits, base + v);
+    if (p[v] > best) {
+      best = p[v];
+      next = v;
+    }
+  }
+  if (o.temperature > 0) {
+    double sum = 0;
+    for (double &x : p)
+      sum += (x = std::exp((x - best) / o.temperature));
+    double u = (generate(o.seed ^ 0x5A3B1Eull, n, 0) + 1.0) / 2.0 * sum;
+    for (next = 0; next + 1 < vocab && u >= p[next]; ++next)
+      u -= p[next];
+  }
+  return next;
+}
+
+/// Prints a sample and the prompt it continues.
+void printSample(const Options &o, const std::string &text) {
+  printf("par-run: sample (%lld characters, temperature %g) after the "
+         "prompt \"",
+         (long long)o.sample, o.temperature);
+  for (char c : o.prompt)
+    printf(c == '\n' ? "\\n" : "%c", c);
+  printf("\":\n%s\n", text.c_str());
+}
+
 /// Samples text from a trained model: the logits entry `s` takes the train
 /// step's arguments without the targets (same order, same layouts), so it
 /// runs on the step's trained parameters as they are, on every rank. Each
@@ -1040,28 +1076,9 @@ std::string sampleText(par_rt_context_t *ctx, const Options &o,
     std::vector<char> logits =
         assembleGlobal(ctx, s, lt, outs[0], rank, world);
     free(outs[0]);
-    int64_t next = 0;
-    if (rank == 0) {
-      // Row 0, position used - 1.
-      int64_t base = (used - 1) * vocab;
-      std::vector<double> p(vocab);
-      double best = -INFINITY;
-      for (int64_t v = 0; v < vocab; ++v) {
-        p[v] = loadValue(lt, logits.data(), base + v);
-        if (p[v] > best) {
-          best = p[v];
-          next = v;
-        }
-      }
-      if (o.temperature > 0) {
-        double sum = 0;
-        for (double &x : p)
-          sum += (x = std::exp((x - best) / o.temperature));
-        double u = (generate(o.seed ^ 0x5A3B1Eull, n, 0) + 1.0) / 2.0 * sum;
-        for (next = 0; next + 1 < vocab && u >= p[next]; ++next)
-          u -= p[next];
-      }
-    }
+    int64_t next =
+        rank == 0 ? drawToken(o, lt, logits.data(), (used - 1) * vocab, vocab, n)
+                  : 0;
     check(par_rt_broadcast_world(ctx, &next, sizeof(next), 0), ctx,
           "broadcasting a sampled token");
     context.push_back(next);
@@ -1088,6 +1105,10 @@ std::string sampleText(par_rt_context_t *ctx, const Options &o,
 struct StageProgram {
   FunctionSpec fwd, grad, update;
   Program fwdP, gradP, updateP;
+  /// ZB-H1's halves of the backward: input gradient (stages > 0), weight
+  /// gradients.
+  FunctionSpec gradInput, gradWeight;
+  Program gradInputP, gradWeightP;
   /// Parameter buffers by the split function's argument index.
   std::map<int64_t, std::vector<char>> params;
   /// The update's state arguments (after params and grads), and the sums
@@ -1145,7 +1166,11 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
   // The programs, verified again here (the manifest may be hand-edited).
   std::string text = "pipeline p=" + std::to_string(p) + " m=" +
                      std::to_string(m) + " v=" + std::to_string(v) +
-                     " backward=full\n";
+                     " backward=" +
+                     (pipe->getString("backward")
+                          ? pipe->getString("backward")->str()
+                          : std::string("full")) +
+                     "\n";
   for (size_t r = 0; r < lines->size(); ++r) {
     std::optional<llvm::StringRef> line = (*lines)[r].getAsString();
     if (!line)
@@ -1168,6 +1193,11 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
     stages[s].fwd = loadManifest(manifest, base + "_fwd");
     stages[s].grad = loadManifest(manifest, base + "_grad");
     stages[s].update = loadManifest(manifest, base + "_update");
+    if (shape.splitBackward) {
+      if (s > 0)
+        stages[s].gradInput = loadManifest(manifest, base + "_bi_grad");
+      stages[s].gradWeight = loadManifest(manifest, base + "_bw_grad");
+    }
   }
   const FunctionSpec &f0 = stages[0].fwd;
   if (f0.devices() != world)
@@ -1214,6 +1244,13 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
     st.fwdP = loadProgram(o.artifact + "/sharded.so", st.fwd.name);
     st.gradP = loadProgram(o.artifact + "/sharded.so", st.grad.name);
     st.updateP = loadProgram(o.artifact + "/sharded.so", st.update.name);
+    if (shape.splitBackward) {
+      if (s > 0)
+        st.gradInputP =
+            loadProgram(o.artifact + "/sharded.so", st.gradInput.name);
+      st.gradWeightP =
+          loadProgram(o.artifact + "/sharded.so", st.gradWeight.name);
+    }
     const FunctionSpec &u = st.update;
     size_t P = u.stageArgs.size();
     for (size_t j = 0; j < P; ++j) {
@@ -1277,7 +1314,7 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
   };
 
   using Key = std::pair<int64_t, int64_t>; // (micro-batch, stage)
-  std::map<Key, std::vector<char>> acts, grads, stash;
+  std::map<Key, std::vector<char>> acts, grads, stash, dyStash;
   std::vector<TraceEvent> events;
   size_t peakStash = 0, peakStashBytes = 0, stashBytes = 0;
   const std::vector<pl::Action> &mine = programs[me];
@@ -1407,9 +1444,54 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
         (a.op == pl::Op::RecvAct ? acts : grads)[key] = std::move(buf);
         break;
       }
-      default:
-        fail("pipeline: " + pl::formatAction(a) +
-             " (split backward) is not supported by par-run");
+      case pl::Op::BI: {
+        // The input's gradient now (the stage before waits for it); the
+        // stage input and dy stay for BW.
+        StageProgram &st = stages[a.stage];
+        std::vector<char> &x = stash[key];
+        std::vector<char> dy;
+        if (a.stage + 1 < S) {
+          auto it = grads.find({a.mb, a.stage + 1});
+          if (it == grads.end())
+            fail("pipeline: BI(mb=" + std::to_string(a.mb) + ",s=" +
+                 std::to_string(a.stage) + ") has no output gradient");
+          dy = std::move(it->second);
+          grads.erase(it);
+        }
+        if (a.stage > 0) {
+          std::vector<std::vector<char>> args = stageArgs(
+              a.stage, step, a.mb, &x, a.stage + 1 < S ? &dy : nullptr);
+          std::vector<char *> outs =
+              call(st.gradInputP, st.gradInput, args, true);
+          const TensorSpec &dx = st.gradInput.outputs[1];
+          grads[key].assign(outs[1], outs[1] + dx.localCount() * dx.elementSize());
+          for (char *q : outs)
+            free(q);
+        }
+        dyStash[key] = std::move(dy);
+        break;
+      }
+      case pl::Op::BW: {
+        StageProgram &st = stages[a.stage];
+        std::vector<char> x = std::move(stash[key]);
+        stashBytes -= x.size();
+        stash.erase(key);
+        std::vector<char> dy = std::move(dyStash[key]);
+        dyStash.erase(key);
+        std::vector<std::vector<char>> args = stageArgs(
+            a.stage, step, a.mb, &x, a.stage + 1 < S ? &dy : nullptr);
+        std::vector<char *> outs =
+            call(st.gradWeightP, st.gradWeight, args, true);
+        for (size_t j = 0; j < st.paramArgs.size(); ++j) {
+          const TensorSpec &t = st.gradWeight.outputs[1 + j];
+          char *sum = st.gradSum[j].data();
+          for (int64_t i = 0; i < t.localCount(); ++i)
+            storeValue(t, sum, i, loadValue(t, sum, i) + loadValue(t, outs[1 + j], i));
+        }
+        for (char *q : outs)
+          free(q);
+        break;
+      }
       }
       if (!o.trace.empty() && step == o.steps)
         events.push_back({(int32_t)a.op, a.mb, a.stage, 0, e0 - t0,
@@ -1537,10 +1619,12 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
             act.mb = e.mb;
             act.stage = e.stage;
             name = pl::formatAction(act);
-            cat = act.op == pl::Op::F   ? "forward"
-                  : act.op == pl::Op::B ? "backward"
-                  : act.isSend()        ? "send"
-                                        : "recv";
+            cat = act.op == pl::Op::F    ? "forward"
+                  : act.op == pl::Op::B  ? "backward"
+                  : act.op == pl::Op::BI ? "backward-input"
+                  : act.op == pl::Op::BW ? "weight-gradient"
+                  : act.isSend()         ? "send"
+                                         : "recv";
           }
           emit(r, name.c_str(), cat, e.t0, e.t1);
           last = e.t1;
@@ -1550,6 +1634,91 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
       fclose(tf);
       printf("par-run: wrote the trace %s (last step; open in Perfetto)\n",
              o.trace.c_str());
+    }
+  }
+
+  // --sample: every stage's parameters gathered on rank 0, which runs the
+  // unsharded logits function (reference.so) on them.
+  if (o.sample > 0) {
+    std::map<int64_t, std::vector<char>> whole; // by split-function argument
+    for (int64_t s = 0; s < S; ++s) {
+      const FunctionSpec &u = stages[s].update;
+      int64_t owner = shape.rankOf(s);
+      for (size_t j = 0; j < u.stageArgs.size(); ++j) {
+        const TensorSpec &t = u.inputs[j];
+        int64_t bytes = t.localCount() * t.elementSize();
+        std::vector<char> local(std::max<int64_t>(1, bytes), 0);
+        if (me == owner)
+          memcpy(local.data(), stages[s].params[u.stageArgs[j]].data(), bytes);
+        std::vector<char> gathered(rank == 0 ? bytes * world : 1);
+        check(par_rt_gather_world(ctx, local.data(), bytes, gathered.data()),
+              ctx, "gathering parameters");
+        if (rank != 0)
+          continue;
+        std::vector<char> g(std::max<int64_t>(1, t.globalCount() * t.elementSize()));
+        for (int64_t r = 0; r < world; ++r) {
+          std::vector<int64_t> c = coordsOf(u, r);
+          bool contributes = c[ppAxis] == owner;
+          for (size_t a = 0; a < c.size(); ++a) {
+            bool used = (int64_t)a == ppAxis;
+            for (auto &dim : t.dims)
+              used |= std::find(dim.begin(), dim.end(), u.axisNames[a]) !=
+                      dim.end();
+            contributes &= used || c[a] == 0;
+          }
+          if (!contributes)
+            continue;
+          forEachElement(t, blockOffset(u, t, c), [&](int64_t l, int64_t gi) {
+            storeValue(t, g.data(), gi,
+                       loadValue(t, gathered.data() + r * bytes, l));
+          });
+        }
+        whole[u.stageArgs[j]] = std::move(g);
+      }
+    }
+    if (rank == 0) {
+      std::string name = o.sampleEntry.empty() ? func + "_logits" : o.sampleEntry;
+      FunctionSpec sf = loadManifest(o.artifact + "/reference.json", name);
+      Program prog = loadProgram(o.artifact + "/reference.so", sf.name);
+      size_t tok = o.tokensArg < o.targetsArg ? o.tokensArg : o.tokensArg - 1;
+      std::vector<std::vector<char>> args;
+      for (size_t i = 0; i < sf.inputs.size(); ++i) {
+        const TensorSpec &t = sf.inputs[i];
+        int64_t orig = i < (size_t)o.targetsArg ? i : i + 1;
+        auto it = whole.find(orig);
+        if (i != tok && (it == whole.end() ||
+                         (int64_t)it->second.size() !=
+                             t.globalCount() * t.elementSize()))
+          fail("--sample: arg" + std::to_string(i) + " of '" + name +
+               "' is not a parameter of the pipelined '" + func + "'");
+        args.push_back(i == tok ? std::vector<char>(t.globalCount() *
+                                                    t.elementSize())
+                                : it->second);
+      }
+      const TensorSpec &tt = sf.inputs[tok];
+      if (sf.outputs.size() != 1 || sf.outputs[0].global.size() != 3 ||
+          tt.dtype != "i64" || tt.global.size() != 2)
+        fail("--sample: '" + name + "' must map tokens [batch, seq] to "
+             "logits [batch, seq, vocab]");
+      const TensorSpec &lt = sf.outputs[0];
+      int64_t seq = tt.global[1], vocab = lt.global[2];
+      std::vector<int64_t> context;
+      for (unsigned char c : o.prompt)
+        context.push_back(charToken(c));
+      std::string text;
+      for (int64_t n = 0; n < o.sample; ++n) {
+        int64_t first = std::max<int64_t>(0, (int64_t)context.size() - seq);
+        int64_t used = context.size() - first;
+        for (int64_t g = 0; g < tt.globalCount(); ++g)
+          ((int64_t *)args[tok].data())[g] =
+              g % seq < used ? context[first + g % seq] : 0;
+        std::vector<char *> outs = call(prog, sf, args, /*useLocal=*/false);
+        int64_t next = drawToken(o, lt, outs[0], (used - 1) * vocab, vocab, n);
+        free(outs[0]);
+        context.push_back(next);
+        text += tokenChar(next);
+      }
+      printSample(o, text);
     }
   }
 
@@ -1910,14 +2079,8 @@ int main(int argc, char **argv) {
   if (o.sample > 0) {
     std::string text = sampleText(ctx, o, f, locals, data.tokensArg,
                                   data.targetsArg, rank, world);
-    if (rank == 0) {
-      printf("par-run: sample (%lld characters, temperature %g) after the "
-             "prompt \"",
-             (long long)o.sample, o.temperature);
-      for (char c : o.prompt)
-        printf(c == '\n' ? "\\n" : "%c", c);
-      printf("\":\n%s\n", text.c_str());
-    }
+    if (rank == 0)
+      printSample(o, text);
   }
   fflush(stdout);
   par_rt_barrier(ctx);

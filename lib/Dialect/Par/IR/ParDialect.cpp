@@ -412,6 +412,13 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                            "most one entry per function argument");
     return success();
   }
+  if (attr.getName() == kStagePartAttrName) {
+    auto part = dyn_cast<StringAttr>(attr.getValue());
+    if (!part || (part.getValue() != "input" && part.getValue() != "weight"))
+      return op->emitError("'par.stage_part' must be \"input\" or "
+                           "\"weight\"");
+    return success();
+  }
   if (attr.getName() == kPipelineAttrName) {
     if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
       return op->emitError("'par.pipeline' must be a dictionary on a module");

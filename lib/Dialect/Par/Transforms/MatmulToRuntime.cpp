@@ -10,6 +10,7 @@
 #include "par/Dialect/Par/Transforms/RuntimeABI.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/DenseSet.h"
 
 #define DEBUG_TYPE "par-matmul-to-runtime"
 
@@ -31,10 +32,15 @@ bool isContiguousStatic(Value v, int64_t rank = 2) {
 
 /// A generic contraction that is a batch of GEMMs: c[batch.., m, n] +=
 /// a[batch.., m|k, k|m] * b[batch.., k|n, n|k], every operand contiguous,
-/// the batch loops leading in the same order everywhere.
+/// the batch loops leading in the same order everywhere. A and B are the
+/// generic's inputs 0 and 1, or 1 and 0 when `swapped`: par-autodiff builds
+/// input gradients as `ins(W, dY)`, where the output's row dim m indexes the
+/// second input. The body is acc + x * y with arith.mulf and arith.addf,
+/// both commutative, so which input plays A does not change the result.
 struct BatchGemm {
   int64_t batch = 1, M = 0, N = 0, K = 0;
   bool transA = false, transB = false;
+  bool swapped = false;
 };
 
 std::optional<BatchGemm> matchBatchGemm(linalg::GenericOp op) {
@@ -90,7 +96,23 @@ std::optional<BatchGemm> matchBatchGemm(linalg::GenericOp op) {
   for (int64_t l = 0; l < (int64_t)iters.size(); ++l)
     if (iters[l] == utils::IteratorType::reduction)
       k = l;
+  // Exactly the loops batch.., m, n, k, the output indexing each parallel
+  // one once: no loop that only an input reads (a hidden reduction), no
+  // repeated dim (a diagonal).
+  if ((int64_t)op.getNumLoops() != (int64_t)nb + 3 ||
+      llvm::is_contained(c, k) ||
+      llvm::SmallDenseSet<int64_t>(c.begin(), c.end()).size() != c.size())
+    return std::nullopt;
   BatchGemm g;
+  // A is the input that carries m; when only input 1 does, the inputs swap
+  // roles (valid because the body commutes, checked above).
+  auto carries = [&](ArrayRef<int64_t> d, int64_t dim) {
+    return d[nb] == dim || d[nb + 1] == dim;
+  };
+  if (!carries(a, m) && carries(b, m)) {
+    std::swap(a, b);
+    g.swapped = true;
+  }
   if (a[nb] == m && a[nb + 1] == k)
     g.transA = false;
   else if (a[nb] == k && a[nb + 1] == m)
@@ -146,9 +168,11 @@ struct MatmulToRuntimePass
         return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
       };
       Type elt = cast<MemRefType>(op->getOperand(0).getType()).getElementType();
+      Value lhs = op.getDpsInputOperand(g.swapped ? 1 : 0)->get();
+      Value rhs = op.getDpsInputOperand(g.swapped ? 0 : 1)->get();
       emitRuntimeCall(b, loc, op, "par_rt_k_batch_matmul",
-                      {emitBufferAddress(b, loc, op->getOperand(0)),
-                       emitBufferAddress(b, loc, op->getOperand(1)),
+                      {emitBufferAddress(b, loc, lhs),
+                       emitBufferAddress(b, loc, rhs),
                        emitBufferAddress(b, loc, op->getOperand(2)),
                        i64(g.batch), i64(g.M), i64(g.N), i64(g.K),
                        i32(g.transA), i32(g.transB),

@@ -57,10 +57,14 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           todo.push_back(fn);
           break;
         }
-    for (func::FuncOp fn : todo)
+    for (func::FuncOp fn : todo) {
+      // Half backwards of a stage (ZB-H1) share the stage's update.
+      if (fn->hasAttr(ParDialect::kStagePartAttrName))
+        continue;
       if (failed(fn->hasAttr(ParDialect::kStageAttrName) ? buildUpdate(fn)
                                                           : buildStep(fn)))
         return signalPassFailure();
+    }
   }
 
   /// `fn(a)` or `fn(a, b)` applied elementwise (a generic over a's shape).

@@ -38,7 +38,11 @@ LogicalResult mlir::par::loadPipelinePrograms(ModuleOp module,
                             "par-pipeline-split and par-pipeline-schedule)");
   std::string text = "pipeline p=" + std::to_string(get("p")) +
                      " m=" + std::to_string(get("m")) +
-                     " v=" + std::to_string(get("v")) + " backward=full\n";
+                     " v=" + std::to_string(get("v")) + " backward=" +
+                     (dict.getAs<StringAttr>("backward")
+                          ? dict.getAs<StringAttr>("backward").getValue().str()
+                          : std::string("full")) +
+                     "\n";
   for (auto [r, a] : llvm::enumerate(list)) {
     auto s = dyn_cast<StringAttr>(a);
     if (!s)
@@ -90,14 +94,17 @@ struct PipelineSchedulePass
       return signalPassFailure();
     }
     pl::ScheduleConfig config;
-    if (!pl::parseScheduleKind(schedule, config.kind) ||
-        config.kind == pl::ScheduleKind::ZBH1) {
-      module.emitError()
-          << "par-pipeline-schedule: unknown or unsupported schedule '"
-          << schedule
-          << "' (expected gpipe, 1f1b or interleaved; zbh1 needs the "
-             "backward split into input- and weight-gradient functions, which "
-             "par-pipeline-split does not make: par-pipeline-sim simulates it)";
+    if (!pl::parseScheduleKind(schedule, config.kind)) {
+      module.emitError() << "par-pipeline-schedule: unknown schedule '"
+                         << schedule
+                         << "' (expected gpipe, 1f1b, interleaved or zbh1)";
+      return signalPassFailure();
+    }
+    if (config.kind == pl::ScheduleKind::ZBH1 &&
+        !module.lookupSymbol((funcAttr.getValue() + "_s0_bw").str())) {
+      module.emitError() << "par-pipeline-schedule: zbh1 runs the input and "
+                            "weight halves of each backward apart: split with "
+                            "par-pipeline-split=split-backward=true";
       return signalPassFailure();
     }
     if (microBatches < 1 || virtualStages < 1) {
@@ -163,6 +170,9 @@ struct PipelineSchedulePass
     entries.set("p", b.getI64IntegerAttr(p));
     entries.set("m", b.getI64IntegerAttr(microBatches));
     entries.set("v", b.getI64IntegerAttr(virtualStages));
+    entries.set("backward", b.getStringAttr(config.shape.splitBackward
+                                                 ? "split"
+                                                 : "full"));
     entries.set("programs", b.getArrayAttr(perRank));
     module->setAttr(ParDialect::kPipelineAttrName,
                     entries.getDictionary(module.getContext()));

@@ -301,9 +301,15 @@ struct PipelineSplitPass
     for (int64_t k = 0; k < S; ++k) {
       Value in = k > 0 ? crossValue[stageEnd[k - 1]] : Value();
       Value out = k + 1 < S ? crossValue[stageEnd[k]] : ret.getOperand(0);
-      for (bool fwd : {true, false})
+      SmallVector<Part> parts{Part::Forward, Part::Whole};
+      if (splitBackward) {
+        if (k > 0)
+          parts.push_back(Part::Input);
+        parts.push_back(Part::Weight);
+      }
+      for (Part part : parts)
         if (failed(buildStage(b, k, stageBegin[k], stageEnd[k], in, out,
-                              k + 1 == S, fwd)))
+                              k + 1 == S, part)))
           return failure();
     }
     module->setAttr(
@@ -354,10 +360,21 @@ struct PipelineSplitPass
     return list[r];
   }
 
+  /// Which function of a stage buildStage makes.
+  enum class Part {
+    Forward, // `_fwd`: the stage's output
+    Whole,   // the scalar to differentiate: parameters and input
+    Input,   // `_bi`: the same scalar, only the input differentiated
+    Weight,  // `_bw`: the same scalar, only the parameters differentiated
+  };
+
   /// Clones ops [a, b] into a new function: `@f_s<k>_fwd` (returns `out`)
-  /// or the scalar `@f_s<k>` to differentiate.
+  /// or a scalar `@f_s<k>[_bi|_bw]` to differentiate.
   LogicalResult buildStage(OpBuilder &b, int64_t k, int64_t a, int64_t e,
-                           Value in, Value out, bool last, bool fwd) {
+                           Value in, Value out, bool last, Part part) {
+    bool fwd = part == Part::Forward;
+    bool paramsDiff = part == Part::Whole || part == Part::Weight;
+    bool inputDiff = part == Part::Whole || part == Part::Input;
     MLIRContext *ctx = b.getContext();
     Location loc = fn.getLoc();
     SmallVector<unsigned> args = usedArgs(a, e);
@@ -371,8 +388,11 @@ struct PipelineSplitPass
       types.push_back(out.getType());
     Type scalar = fn.getResultTypes()[0];
     Type resultType = fwd ? out.getType() : scalar;
-    std::string name = (fn.getName() + "_s" + Twine(k) + (fwd ? "_fwd" : ""))
-                           .str();
+    StringRef suffix = part == Part::Forward ? "_fwd"
+                       : part == Part::Input ? "_bi"
+                       : part == Part::Weight ? "_bw"
+                                              : "";
+    std::string name = (fn.getName() + "_s" + Twine(k) + suffix).str();
     if (getOperation().lookupSymbol(name))
       return fn.emitOpError() << "cannot create '" << name
                               << "': the symbol exists";
@@ -381,7 +401,7 @@ struct PipelineSplitPass
     b.setInsertionPointAfter(stage);
     for (auto [j, i] : llvm::enumerate(args))
       for (NamedAttribute attr : fn.getArgAttrDict(i) ? fn.getArgAttrDict(i).getValue() : ArrayRef<NamedAttribute>()) {
-        if (fwd && attr.getName() == ParDialect::kParamAttrName)
+        if (!paramsDiff && attr.getName() == ParDialect::kParamAttrName)
           continue;
         stage.setArgAttr(j, attr.getName(), attr.getValue());
       }
@@ -389,7 +409,7 @@ struct PipelineSplitPass
     if (in) {
       if (Attribute s = shardingOf(in))
         stage.setArgAttr(inIndex, ParDialect::kShardingAttrName, s);
-      if (!fwd)
+      if (inputDiff)
         stage.setArgAttr(inIndex, ParDialect::kParamAttrName,
                          UnitAttr::get(ctx));
     }
@@ -401,6 +421,9 @@ struct PipelineSplitPass
       if (Attribute s = shardingOf(out))
         stage.setResultAttr(0, ParDialect::kShardingAttrName, s);
     stage->setAttr(ParDialect::kStageAttrName, b.getI64IntegerAttr(k));
+    if (part == Part::Input || part == Part::Weight)
+      stage->setAttr(ParDialect::kStagePartAttrName,
+                     b.getStringAttr(part == Part::Input ? "input" : "weight"));
     SmallVector<int64_t> argIdx(args.begin(), args.end());
     stage->setAttr(ParDialect::kStageArgsAttrName,
                    b.getDenseI64ArrayAttr(argIdx));

@@ -36,8 +36,11 @@ LogicalResult mlir::par::buildLowerCPUPipeline(OpPassManager &pm) {
   // runtime's pointer-based ABI and par-run's descriptors rely on.
   // Deallocation frees every temporary; returned buffers belong to the
   // caller. Matmuls take the BLAS path before the remaining linalg becomes
-  // loops. Then the standard conversions to the LLVM dialect, and finally
-  // one packed wrapper per entry point.
+  // loops. math.tanh (GELU) is expanded to exp-based arithmetic before the
+  // math conversions, which would otherwise call libm's tanhf per element;
+  // only tanh, the other math ops keep their LLVM intrinsics. Then the
+  // standard conversions to the LLVM dialect, and finally one packed
+  // wrapper per entry point.
   return parsePassPipeline(
       "par-mark-entry-points,"
       "par-decompose-aggregated-ops,"
@@ -50,6 +53,7 @@ LogicalResult mlir::par::buildLowerCPUPipeline(OpPassManager &pm) {
       "convert-bufferization-to-memref,"
       "par-matmul-to-runtime,"
       "func.func(convert-linalg-to-loops),"
+      "func.func(math-expand-ops{ops=tanh}),"
       "lower-affine,"
       "convert-scf-to-cf,"
       "expand-strided-metadata,"

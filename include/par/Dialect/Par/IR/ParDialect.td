@@ -60,6 +60,10 @@ def Par_Dialect : Dialect {
     /// argument of the split function it stands for (an i64 array).
     static constexpr ::llvm::StringLiteral kStageArgsAttrName =
         "par.stage_args";
+    /// On a stage function differentiating only half of the backward:
+    /// "input" (the input's gradient) or "weight" (the parameters').
+    static constexpr ::llvm::StringLiteral kStagePartAttrName =
+        "par.stage_part";
     /// On the module: what par-pipeline-split made (a dictionary: `func`,
     /// `stages`) and par-pipeline-schedule's per-rank programs (`schedule`,
     /// `p`, `m`, `v`, `programs`: one string of actions per rank).

@@ -143,6 +143,11 @@ def PipelineSplit : Pass<"par-pipeline-split", "ModuleOp"> {
     sharding propagation gives it in the whole function, so both sides of a
     transfer agree. The module gets `par.pipeline = {func, stages}`.
 
+    With `split-backward=true` it also adds `@f_s<k>_bi` (k > 0) and
+    `@f_s<k>_bw`, the same scalar with only the input, or only the
+    parameters, marked: their gradients are the two halves of the backward
+    that ZB-H1 schedules apart (`par.stage_part = "input"`/`"weight"`).
+
     With `report=true` it prints each stage's op count, cost, parameter
     bytes and the imbalance (largest cost over mean).
   }];
@@ -153,7 +158,10 @@ def PipelineSplit : Pass<"par-pipeline-split", "ModuleOp"> {
            "The function to split (default: the one with par.param "
            "arguments)">,
     Option<"report", "report", "bool", /*default=*/"false",
-           "Print each stage's cost and the imbalance">
+           "Print each stage's cost and the imbalance">,
+    Option<"splitBackward", "split-backward", "bool", /*default=*/"false",
+           "Also make `_bi` (input gradient only) and `_bw` (weight "
+           "gradient only) stage functions, for ZB-H1">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",
@@ -167,7 +175,8 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
     For a module par-pipeline-split made, derives from one global timetable
     (lib/Pipeline, docs/RationalePipeline.md) every pipeline rank's ordered
     list of actions for `schedule` (gpipe, 1f1b, interleaved with
-    `virtual` > 1 stages per rank) and `micro-batches` m: forward and
+    `virtual` > 1 stages per rank, zbh1 after
+    `par-pipeline-split=split-backward=true`) and `micro-batches` m: forward and
     backward of (micro-batch, stage) and the sends and receives of
     activations and their gradients between ranks of the mesh axis `axis`
     (the stage count must be its size x virtual). The programs are proved
@@ -177,7 +186,7 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b or interleaved">,
+           "gpipe, 1f1b, interleaved or zbh1">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Micro-batches per step">,
     Option<"virtualStages", "virtual", "int64_t", /*default=*/"1",
