@@ -22,7 +22,7 @@ build/bin/par-compile "$MODEL" -o build/demo
 build/bin/par-run -n 8 build/demo --verify --output build/demo/out
 
 echo "== GPT on dp=2 x tp=2 x pp=2: split into 2 pipeline stages by cost, 1F1B over 4 micro-batches"
-python3 examples/gen_transformer.py --gpt --layers 4 --batch 2 --seq 64 \
+python3 examples/gen_transformer.py --gpt --layers 2 --batch 2 --seq 64 \
   --dmodel 64 --heads 4 --vocab 96 --dp 2 --tp 2 --pp 2 -o build/gpt.mlir
 build/bin/par-opt build/gpt.mlir "--par-pipeline-split=stages=2 report=true" \
   --par-autodiff \

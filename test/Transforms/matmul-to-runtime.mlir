@@ -65,7 +65,7 @@ func.func @batched(%q: memref<2x3x16x8xf32>, %k: memref<2x3x16x8xf32>, %o: memre
 // CHECK-DAG:     %[[K:.*]] = arith.constant 8 : i64
 // CHECK-DAG:     %[[F:.*]] = arith.constant 0 : i32
 // CHECK-DAG:     %[[T:.*]] = arith.constant 1 : i32
-// CHECK:         call @par_rt_k_batch_matmul(%[[ADY]], %[[AW]], %[[ADX]], %[[B1]], %[[M]], %[[N]], %[[K]], %[[F]], %[[T]], %{{.*}}, %{{.*}})
+// CHECK:         call @par_rt_k_batch_matmul(%[[ADY]], %[[AW]], %[[ADX]], %c1_i64{{(_[0-9]+)?}}, %c4_i64{{(_[0-9]+)?}}, %c16_i64{{(_[0-9]+)?}}, %c8_i64{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %c1_i32{{(_[0-9]+)?}}, %{{.*}}, %{{.*}})
 // CHECK-NOT:     linalg.generic
 #wt = affine_map<(m, n, k) -> (n, k)>
 #dy = affine_map<(m, n, k) -> (m, k)>
@@ -90,14 +90,14 @@ func.func @swapped_input_grad(%w: memref<16x8xf32>, %dy: memref<4x8xf32>, %dx: m
 // CHECK-DAG:     %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
 // CHECK-DAG:     %[[AB:.*]] = arith.index_cast %[[PB]] : index to i64
 // CHECK-DAG:     %[[AA:.*]] = arith.index_cast %[[PA]] : index to i64
-// CHECK:         call @par_rt_k_batch_matmul(%[[AA]], %[[AB]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[F0:.*]], %[[F1:.*]], %{{.*}}, %{{.*}})
+// CHECK:         call @par_rt_k_batch_matmul(%[[AA]], %[[AB]], %{{.*}}, %c1_i64{{(_[0-9]+)?}}, %c4_i64{{(_[0-9]+)?}}, %c16_i64{{(_[0-9]+)?}}, %c8_i64{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %{{.*}}, %{{.*}})
 // CHECK-DAG:     %[[PAT:.*]] = memref.extract_aligned_pointer_as_index %[[AT]]
 // CHECK-DAG:     %[[PB2:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
 // CHECK-DAG:     %[[AAT:.*]] = arith.index_cast %[[PAT]] : index to i64
 // CHECK-DAG:     %[[AB2:.*]] = arith.index_cast %[[PB2]] : index to i64
 // CHECK-DAG:     %[[T0:.*]] = arith.constant 1 : i32
 // CHECK-DAG:     %[[T1:.*]] = arith.constant 0 : i32
-// CHECK:         call @par_rt_k_batch_matmul(%[[AAT]], %[[AB2]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[T0]], %[[T1]], %{{.*}}, %{{.*}})
+// CHECK:         call @par_rt_k_batch_matmul(%[[AAT]], %[[AB2]], %{{.*}}, %c1_i64{{(_[0-9]+)?}}, %c4_i64{{(_[0-9]+)?}}, %c16_i64{{(_[0-9]+)?}}, %c8_i64{{(_[0-9]+)?}}, %c1_i32{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %{{.*}}, %{{.*}})
 // CHECK-NOT:     linalg.generic
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mk = affine_map<(m, n, k) -> (m, k)>
@@ -135,7 +135,7 @@ func.func @swapped_2d(%b: memref<8x16xf64>, %a: memref<4x8xf64>, %at: memref<8x4
 // CHECK-DAG:     %[[S:.*]] = arith.constant 16 : i64
 // CHECK-DAG:     %[[D:.*]] = arith.constant 8 : i64
 // CHECK-DAG:     %[[F:.*]] = arith.constant 0 : i32
-// CHECK:         call @par_rt_k_batch_matmul(%[[ADS]], %[[AK]], %{{.*}}, %[[NB]], %[[S]], %[[D]], %[[S]], %[[F]], %[[F]], %{{.*}}, %{{.*}})
+// CHECK:         call @par_rt_k_batch_matmul(%[[ADS]], %[[AK]], %{{.*}}, %c6_i64{{(_[0-9]+)?}}, %c16_i64{{(_[0-9]+)?}}, %c8_i64{{(_[0-9]+)?}}, %c16_i64{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %{{.*}}, %{{.*}})
 // CHECK-DAG:     %[[PQ:.*]] = memref.extract_aligned_pointer_as_index %[[Q]]
 // CHECK-DAG:     %[[PDS2:.*]] = memref.extract_aligned_pointer_as_index %[[DS]]
 // CHECK-DAG:     %[[AQ:.*]] = arith.index_cast %[[PQ]] : index to i64
@@ -145,7 +145,7 @@ func.func @swapped_2d(%b: memref<8x16xf64>, %a: memref<4x8xf64>, %at: memref<8x4
 // CHECK-DAG:     %[[D2:.*]] = arith.constant 8 : i64
 // CHECK-DAG:     %[[T:.*]] = arith.constant 1 : i32
 // CHECK-DAG:     %[[F2:.*]] = arith.constant 0 : i32
-// CHECK:         call @par_rt_k_batch_matmul(%[[ADS2]], %[[AQ]], %{{.*}}, %[[NB2]], %[[S2]], %[[D2]], %[[S2]], %[[T]], %[[F2]], %{{.*}}, %{{.*}})
+// CHECK:         call @par_rt_k_batch_matmul(%[[ADS2]], %[[AQ]], %{{.*}}, %c6_i64{{(_[0-9]+)?}}, %c16_i64{{(_[0-9]+)?}}, %c8_i64{{(_[0-9]+)?}}, %c16_i64{{(_[0-9]+)?}}, %c1_i32{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %{{.*}}, %{{.*}})
 // CHECK-NOT:     linalg.generic
 #k_dq = affine_map<(b, h, s, d, t) -> (b, h, t, d)>
 #ds_dq = affine_map<(b, h, s, d, t) -> (b, h, s, t)>

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <functional>
+#include <list>
 #include <map>
 #include <optional>
 #include <set>
@@ -1315,6 +1316,7 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
 
   using Key = std::pair<int64_t, int64_t>; // (micro-batch, stage)
   std::map<Key, std::vector<char>> acts, grads, stash, dyStash;
+  std::list<std::vector<char>> inFlight; // buffers of unfinished sends
   std::vector<TraceEvent> events;
   size_t peakStash = 0, peakStashBytes = 0, stashBytes = 0;
   const std::vector<pl::Action> &mine = programs[me];
@@ -1427,11 +1429,15 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
           fail("pipeline: nothing to send for " + pl::formatAction(a));
         // act(mb, s) is stage s's input; grad(mb, s) its gradient: both
         // have the layout of stage s's input argument.
+        // The send overlaps with what follows: the buffer stays alive in
+        // `inFlight` until the step's sends are completed.
         const TensorSpec &t = stages[a.stage].fwd.inputs.back();
-        par_rt_k_send((int64_t)(intptr_t)it->second.data(), t.localCount(),
-                      dtypeCode(t.dtype), axesCode, a.peer,
-                      a.op == pl::Op::SendAct ? 0 : 1);
+        inFlight.push_back(std::move(it->second));
         pool.erase(it);
+        check(par_rt_send_async(ctx, inFlight.back().data(), t.localCount(),
+                                dtypeCode(t.dtype), axesCode, a.peer,
+                                a.op == pl::Op::SendAct ? 0 : 1),
+              ctx, "sending " + pl::formatAction(a));
         break;
       }
       case pl::Op::RecvAct:
@@ -1497,6 +1503,8 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
         events.push_back({(int32_t)a.op, a.mb, a.stage, 0, e0 - t0,
                           par_rt_now_seconds() - t0});
     }
+    check(par_rt_wait_sends(ctx), ctx, "completing sends");
+    inFlight.clear();
     // The optimizer: each stage's update on its summed gradients.
     double u0 = par_rt_now_seconds();
     for (int64_t s = me; s < S; s += p) {

@@ -119,6 +119,17 @@ par_status_t par_rt_barrier(par_rt_context_t *context);
  * axes code on every rank first. */
 par_status_t par_rt_context_prepare_axes(par_rt_context_t *context,
                                          int64_t axes);
+
+/* Starts sending `count` elements of `buffer` to the peer par_rt_k_send
+ * would address (same axes/coords/tag encoding) and returns at once; the
+ * buffer must stay untouched until par_rt_wait_sends returns. Messages to
+ * one peer with one tag still arrive in order. A pipeline driver uses it to
+ * compute while an activation travels (the CUDA backend sends at once). */
+par_status_t par_rt_send_async(par_rt_context_t *context, const void *buffer,
+                               int64_t count, int32_t dtype, int64_t axes,
+                               int64_t coords, int64_t tag);
+/* Completes every par_rt_send_async started so far. */
+par_status_t par_rt_wait_sends(par_rt_context_t *context);
 double par_rt_now_seconds(void);
 
 /* Host-side helpers par-run uses (over the world communicator, sizes in

@@ -64,6 +64,9 @@ struct par_rt_context_t {
   /// the first calls.
   std::vector<unsigned char> scratch[3];
 
+  /// Sends started by par_rt_send_async, completed by par_rt_wait_sends.
+  std::vector<MPI_Request> pendingSends;
+
   /// The CUDA backend's table and state when backend == PAR_BACKEND_CUDA.
   const par_rt_cuda_backend_t *cuda = nullptr;
   void *cudaState = nullptr;
@@ -109,6 +112,9 @@ par_status_t cpuBroadcast(par_rt_context_t &ctx, Group &g, const void *in,
                           int64_t root);
 par_status_t cpuSend(par_rt_context_t &ctx, const void *in, int64_t count,
                      int32_t dtype, int64_t peer, int64_t tag);
+/// cpuSend started with MPI_Isend; the requests go to ctx.pendingSends.
+par_status_t cpuSendAsync(par_rt_context_t &ctx, const void *in, int64_t count,
+                          int32_t dtype, int64_t peer, int64_t tag);
 par_status_t cpuRecv(par_rt_context_t &ctx, void *out, int64_t count,
                      int32_t dtype, int64_t peer, int64_t tag);
 /// `batch` row-major GEMMs with optional transposes (f32/f64, BLAS).

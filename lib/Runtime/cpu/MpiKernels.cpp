@@ -352,6 +352,24 @@ par_status_t par::rt::cpuSend(par_rt_context_t &ctx, const void *in,
   return PAR_OK;
 }
 
+par_status_t par::rt::cpuSendAsync(par_rt_context_t &ctx, const void *in,
+                                   int64_t count, int32_t dtype, int64_t peer,
+                                   int64_t tag) {
+  MPI_Datatype type = moveType(dtype);
+  int64_t es = dtypeSize(dtype);
+  // The same pieces as cpuSend, started: the receiver cannot tell them
+  // apart from a blocking send's.
+  for (int64_t off = 0, pieces = numPieces(count); pieces--; off += kPiece) {
+    int piece = int(std::min(kPiece, count - off));
+    MPI_Request req;
+    PAR_MPI_CHECK(ctx, "MPI_Isend",
+                  MPI_Isend(static_cast<const unsigned char *>(in) + off * es,
+                            piece, type, int(peer), int(tag), ctx.peers, &req));
+    ctx.pendingSends.push_back(req);
+  }
+  return PAR_OK;
+}
+
 par_status_t par::rt::cpuRecv(par_rt_context_t &ctx, void *out, int64_t count,
                               int32_t dtype, int64_t peer, int64_t tag) {
   MPI_Datatype type = moveType(dtype);

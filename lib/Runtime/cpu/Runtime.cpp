@@ -855,6 +855,44 @@ PAR_RT_EXPORT void par_rt_k_send(int64_t in, int64_t count, int32_t dtype,
   finish(ctx, k, st, start, double(bytes));
 }
 
+PAR_RT_EXPORT par_status_t par_rt_send_async(par_rt_context_t *context,
+                                           const void *buffer, int64_t count,
+                                           int32_t dtype, int64_t axes,
+                                           int64_t coords, int64_t tag) {
+  const char *k = "send_async";
+  if (!context)
+    return PAR_ERR_INVALID_ARGUMENT;
+  par_rt_context_t &ctx = *context;
+  clearError(context);
+  int64_t es = checkedDtype(k, dtype);
+  checkSize(k, "count", count);
+  int64_t bytes = mul(k, count, es);
+  checkBuffer(k, "buffer", (int64_t)(intptr_t)buffer, bytes);
+  checkTag(ctx, k, tag);
+  int64_t peer = peerRank(ctx, k, axes, coords);
+  double start = par_rt_now_seconds();
+  if (ctx.cuda) // NCCL point-to-point runs in call order: send now.
+    return ctx.cuda->send(ctx.cudaState, const_cast<void *>(buffer), count,
+                          dtype, peer);
+  if (par_status_t st = cpuSendAsync(ctx, buffer, count, dtype, peer, tag))
+    return st;
+  ctx.stats.bytes_sent += bytes;
+  ctx.stats.seconds += par_rt_now_seconds() - start;
+  return PAR_OK;
+}
+
+PAR_RT_EXPORT par_status_t par_rt_wait_sends(par_rt_context_t *context) {
+  if (!context)
+    return PAR_ERR_INVALID_ARGUMENT;
+  clearError(context);
+  if (context->pendingSends.empty())
+    return PAR_OK;
+  int rc = MPI_Waitall(int(context->pendingSends.size()),
+                       context->pendingSends.data(), MPI_STATUSES_IGNORE);
+  context->pendingSends.clear();
+  return rc == MPI_SUCCESS ? PAR_OK : mpiError(*context, "MPI_Waitall", rc);
+}
+
 PAR_RT_EXPORT void par_rt_k_recv(int64_t out, int64_t count, int32_t dtype,
                                  int64_t axes, int64_t coords, int64_t tag) {
   const char *k = "recv";
