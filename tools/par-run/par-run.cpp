@@ -1119,9 +1119,13 @@ struct StageProgram {
   std::vector<size_t> paramArgs;
 };
 
+/// A trace record: an action (op >= 0, a pl::Op), the optimizer update
+/// (-1) or a collective / transfer the runtime ran inside an action (-2,
+/// `name`).
 struct TraceEvent {
   int32_t op, mb, stage, pad;
   double t0, t1;
+  char name[24];
 };
 
 int64_t rankOfCoords(const FunctionSpec &f, const std::vector<int64_t> &c) {
@@ -1354,6 +1358,8 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
   double start = par_rt_now_seconds();
   for (int64_t step = 1; step <= o.steps; ++step) {
     double lossSum = 0;
+    if (!o.trace.empty() && step == o.steps)
+      par_rt_trace_enable(ctx, 1);
     double t0 = par_rt_now_seconds();
     for (const pl::Action &a : mine) {
       double e0 = par_rt_now_seconds();
@@ -1499,9 +1505,17 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
         break;
       }
       }
-      if (!o.trace.empty() && step == o.steps)
+      if (!o.trace.empty() && step == o.steps) {
         events.push_back({(int32_t)a.op, a.mb, a.stage, 0, e0 - t0,
-                          par_rt_now_seconds() - t0});
+                          par_rt_now_seconds() - t0, {}});
+        par_rt_trace_event_t k[256];
+        int64_t n = par_rt_trace_take(ctx, k, 256);
+        for (int64_t i = 0; i < n && i < 256; ++i) {
+          TraceEvent e{-2, a.mb, a.stage, 0, k[i].start - t0, k[i].end - t0, {}};
+          snprintf(e.name, sizeof(e.name), "%s", k[i].kernel);
+          events.push_back(e);
+        }
+      }
     }
     check(par_rt_wait_sends(ctx), ctx, "completing sends");
     inFlight.clear();
@@ -1529,7 +1543,7 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
         free(q);
     }
     if (!o.trace.empty() && step == o.steps)
-      events.push_back({-1, 0, 0, 0, u0 - t0, par_rt_now_seconds() - t0});
+      events.push_back({-1, 0, 0, 0, u0 - t0, par_rt_now_seconds() - t0, {}});
     double loss = lossSum / m;
     check(par_rt_broadcast_world(ctx, &loss, sizeof(loss), lossRoot), ctx,
           "broadcasting the loss");
@@ -1615,6 +1629,10 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
         double last = 0;
         for (int64_t i = 0; i < counts[r]; ++i) {
           const TraceEvent &e = all[r * events.size() + i];
+          if (e.op == -2) { // inside the action before it, nested
+            emit(r, e.name, "collective", e.t0, e.t1);
+            continue;
+          }
           if (e.t0 > last)
             emit(r, "idle", "idle", last, e.t0);
           std::string name;

@@ -112,6 +112,19 @@ void par_rt_context_stats(const par_rt_context_t *context,
                           par_rt_stats_t *out);
 void par_rt_context_reset_stats(par_rt_context_t *context);
 
+/* Kernel tracing: while enabled, every collective and send/recv a program
+ * calls is recorded (kernel name, start and end as par_rt_now_seconds,
+ * bytes sent). par_rt_trace_take copies up to `capacity` records into
+ * `events`, clears the record and returns how many there were. */
+typedef struct par_rt_trace_event_t {
+  const char *kernel; /* "all_reduce", "send", ... (static storage) */
+  double start, end;
+  double bytes;
+} par_rt_trace_event_t;
+void par_rt_trace_enable(par_rt_context_t *context, int enable);
+int64_t par_rt_trace_take(par_rt_context_t *context,
+                          par_rt_trace_event_t *events, int64_t capacity);
+
 par_status_t par_rt_barrier(par_rt_context_t *context);
 /* Creates the communicator of an axes code now. Creation is collective over
  * the world, which SPMD programs reach together on first use; a driver whose

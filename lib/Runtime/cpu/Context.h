@@ -64,6 +64,10 @@ struct par_rt_context_t {
   /// the first calls.
   std::vector<unsigned char> scratch[3];
 
+  /// Kernel records while tracing (par_rt_trace_enable).
+  bool tracing = false;
+  std::vector<par_rt_trace_event_t> trace;
+
   /// Sends started by par_rt_send_async, completed by par_rt_wait_sends.
   std::vector<MPI_Request> pendingSends;
 

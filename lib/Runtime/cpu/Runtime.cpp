@@ -236,9 +236,12 @@ void finish(par_rt_context_t &ctx, const char *kernel, par_status_t status,
     die(kernel, ctx.cuda ? ctx.cuda->last_error(ctx.cudaState) : ctx.error);
   if (!counted)
     return;
+  double end = par_rt_now_seconds();
   ctx.stats.collectives += 1;
   ctx.stats.bytes_sent += bytes;
-  ctx.stats.seconds += par_rt_now_seconds() - start;
+  ctx.stats.seconds += end - start;
+  if (ctx.tracing)
+    ctx.trace.push_back({kernel, start, end, bytes});
 }
 
 /// World rank of this process with its coordinates on the listed axes
@@ -879,6 +882,24 @@ PAR_RT_EXPORT par_status_t par_rt_send_async(par_rt_context_t *context,
   ctx.stats.bytes_sent += bytes;
   ctx.stats.seconds += par_rt_now_seconds() - start;
   return PAR_OK;
+}
+
+PAR_RT_EXPORT void par_rt_trace_enable(par_rt_context_t *context,
+                                       int enable) {
+  if (context)
+    context->tracing = enable != 0;
+}
+
+PAR_RT_EXPORT int64_t par_rt_trace_take(par_rt_context_t *context,
+                                        par_rt_trace_event_t *events,
+                                        int64_t capacity) {
+  if (!context)
+    return 0;
+  int64_t n = context->trace.size();
+  for (int64_t i = 0; i < n && i < capacity && events; ++i)
+    events[i] = context->trace[i];
+  context->trace.clear();
+  return n;
 }
 
 PAR_RT_EXPORT par_status_t par_rt_wait_sends(par_rt_context_t *context) {
