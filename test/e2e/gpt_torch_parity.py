@@ -7,7 +7,7 @@ A small GPT (2 layers, d_model 32, 4 heads, seq 16, vocab 64, batch 4) in
 f32 is generated for three meshes: 1 rank (dp1 x tp1), 4 ranks (dp2 x tp2)
 and 8 ranks (dp2 x tp4). The same weights and batch (written as .npy and fed
 to par-run with --input) go to PyTorch (Debian's python3-torch), which runs
-the same model: one-hot token embedding + position embedding, pre-LN blocks
+the same model: token embedding (one-hot matmul in torch: the same math as par's gather) + position embedding, pre-LN blocks
 with causal multi-head attention (scores scaled by 1/sqrt(d_head), masked
 with -1e9) and a tanh-approximated GELU MLP, final LayerNorm (eps 1e-5), LM
 head, mean cross-entropy.
