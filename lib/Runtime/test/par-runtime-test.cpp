@@ -512,8 +512,10 @@ public:
       if (axes.size() <= 4 && mesh.groupSize(axes) > 1) {
         for (int32_t dt : {PAR_F32, PAR_BF16, PAR_I1, PAR_I64})
           sendRecv(axes, dt);
-        if (!cuda) // NCCL has no tags
+        if (!cuda) { // NCCL has no tags; its async send is synchronous
           tags(axes);
+          sendAsync(axes);
+        }
       }
     }
     for (int32_t dt : kAllDtypes)
@@ -674,6 +676,40 @@ private:
     }
     check("send/recv " + where(axes, dt),
           compare(dt, got.read(), input(m[size_t(prev)], count, salt, dt)));
+  }
+
+  /// par_rt_send_async returns before the peer receives: every process
+  /// starts its send to the next, then receives from the previous (a ring
+  /// that would need the even/odd order with blocking sends), then
+  /// completes its sends. With tracing on, the receive is recorded.
+  void sendAsync(const std::vector<int> &axes) {
+    const int64_t count = 5;
+    std::vector<int64_t> m = mesh.members(axes);
+    int64_t n = int64_t(m.size()), idx = mesh.index(axes);
+    int64_t code = axesCode(axes);
+    int64_t to = coordsCode(mesh.listedCoords(axes, (idx + 1) % n));
+    int64_t from = coordsCode(mesh.listedCoords(axes, (idx + n - 1) % n));
+    Buffer payload(input(mesh.rank, count, 7, PAR_F32));
+    Buffer got(garbage(count, PAR_F32));
+    par_rt_trace_enable(gContext, 1);
+    std::string why;
+    if (par_rt_send_async(gContext, (const void *)(intptr_t)payload.addr(),
+                          count, PAR_F32, code, to, 21) != PAR_OK)
+      why = std::string("send_async: ") + par_rt_context_last_error(gContext);
+    par_rt_k_recv(got.addr(), count, PAR_F32, code, from, 21);
+    if (why.empty() && par_rt_wait_sends(gContext) != PAR_OK)
+      why = std::string("wait_sends: ") + par_rt_context_last_error(gContext);
+    par_rt_trace_event_t ev[4];
+    int64_t recorded = par_rt_trace_take(gContext, ev, 4);
+    par_rt_trace_enable(gContext, 0);
+    if (why.empty())
+      why = compare(PAR_F32, got.read(),
+                    input(m[size_t((idx + n - 1) % n)], count, 7, PAR_F32));
+    if (why.empty() && (recorded != 1 || std::string(ev[0].kernel) != "recv" ||
+                        ev[0].end < ev[0].start))
+      why = "the trace recorded " + std::to_string(recorded) +
+            " kernel(s), expected the one recv";
+    check("send_async/trace axes=" + axesName(axes), why);
   }
 
   /// Tags select the message: received in the opposite order of sending.
