@@ -925,6 +925,50 @@ void writeLossPlot(const std::string &path, const std::vector<double> &losses,
   fclose(f);
 }
 
+/// The training loop's record: every rank keeps the losses; rank 0 prints
+/// the progress line, writes the loss CSV (--loss-csv) and at the end the
+/// plot (--loss-plot).
+struct TrainLog {
+  const Options &o;
+  bool printing;
+  FILE *csv = nullptr;
+  double start = par_rt_now_seconds();
+  std::vector<double> losses;
+
+  TrainLog(const Options &o, bool rank0) : o(o), printing(rank0) {
+    if (!printing || o.lossCsv.empty())
+      return;
+    csv = fopen(o.lossCsv.c_str(), "w");
+    if (!csv)
+      fail("cannot write '" + o.lossCsv + "': " + strerror(errno));
+    fprintf(csv, "step,loss,seconds\n");
+  }
+  /// One step's loss and time; `tokens` < 0 when there is no token count.
+  void step(int64_t step, double loss, double seconds, double tokens) {
+    losses.push_back(loss);
+    if (!printing)
+      return;
+    double done = par_rt_now_seconds() - start;
+    printf("step %lld/%lld  loss %.6g  %.4f s/step", (long long)step,
+           (long long)o.steps, loss, seconds);
+    if (tokens >= 0)
+      printf("  %.0f tokens/s", tokens / std::max(seconds, 1e-9));
+    printf("  %.1f s left\n", done / step * (o.steps - step));
+    fflush(stdout);
+    if (csv)
+      fprintf(csv, "%lld,%.9g,%.6f\n", (long long)step, loss, done);
+  }
+  void finish(const std::string &title) {
+    if (csv)
+      fclose(csv);
+    csv = nullptr;
+    if (printing && !o.lossPlot.empty()) {
+      writeLossPlot(o.lossPlot, losses, title);
+      printf("par-run: wrote the loss plot %s\n", o.lossPlot.c_str());
+    }
+  }
+};
+
 /// Gathers every rank's block of output `t` to rank 0 and assembles the
 /// global tensor there (partial values reduced); other ranks get nothing.
 std::vector<char> assembleGlobal(par_rt_context_t *ctx, const FunctionSpec &f,
@@ -1331,13 +1375,7 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
         return c;
       }());
   const TensorSpec &lossSpec = stages[S - 1].fwd.outputs[0];
-  FILE *csv = nullptr;
-  if (rank == 0 && !o.lossCsv.empty()) {
-    csv = fopen(o.lossCsv.c_str(), "w");
-    if (!csv)
-      fail("cannot write '" + o.lossCsv + "': " + strerror(errno));
-    fprintf(csv, "step,loss,seconds\n");
-  }
+  TrainLog log(o, rank == 0);
   if (rank == 0) {
     const TensorSpec &tok = stages[0].fwd.inputs[0];
     int64_t dp = 1;
@@ -1354,8 +1392,7 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
            (long long)v, (long long)m, (long long)(tok.global[0] * m),
            (long long)(tok.global[0] / dp), (long long)m, (long long)dp);
   }
-  std::vector<double> losses;
-  double start = par_rt_now_seconds();
+  const std::vector<double> &losses = log.losses;
   for (int64_t step = 1; step <= o.steps; ++step) {
     double lossSum = 0;
     if (!o.trace.empty() && step == o.steps)
@@ -1547,29 +1584,11 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
     double loss = lossSum / m;
     check(par_rt_broadcast_world(ctx, &loss, sizeof(loss), lossRoot), ctx,
           "broadcasting the loss");
-    double t = par_rt_now_seconds() - t0;
-    losses.push_back(loss);
-    if (rank == 0) {
-      double done = par_rt_now_seconds() - start;
-      const TensorSpec &tok = stages[0].fwd.inputs[0];
-      printf("step %lld/%lld  loss %.6g  %.4f s/step  %.0f tokens/s  %.1f s "
-             "left\n",
-             (long long)step, (long long)o.steps, loss, t,
-             tok.globalCount() * m / std::max(t, 1e-9),
-             done / step * (o.steps - step));
-      fflush(stdout);
-      if (csv)
-        fprintf(csv, "%lld,%.9g,%.6f\n", (long long)step, loss, done);
-    }
+    log.step(step, loss, par_rt_now_seconds() - t0,
+             double(stages[0].fwd.inputs[0].globalCount() * m));
   }
-  if (csv)
-    fclose(csv);
-  if (rank == 0 && !o.lossPlot.empty()) {
-    writeLossPlot(o.lossPlot, losses,
-                  "par-run: " + func + " pipelined on " +
-                      std::to_string(world) + " ranks, loss per step");
-    printf("par-run: wrote the loss plot %s\n", o.lossPlot.c_str());
-  }
+  log.finish("par-run: " + func + " pipelined on " + std::to_string(world) +
+             " ranks, loss per step");
 
   // Per pipeline rank: the most stage inputs held at once (activations in
   // flight: recomputation keeps nothing else per micro-batch).
@@ -1902,13 +1921,7 @@ int main(int argc, char **argv) {
   std::vector<double> losses;
   if (o.steps > 0) {
     checkTrainStep(f);
-    FILE *csv = nullptr;
-    if (rank == 0 && !o.lossCsv.empty()) {
-      csv = fopen(o.lossCsv.c_str(), "w");
-      if (!csv)
-        fail("cannot write '" + o.lossCsv + "': " + strerror(errno));
-      fprintf(csv, "step,loss,seconds\n");
-    }
+    TrainLog log(o, rank == 0);
     if (rank == 0 && !o.data.empty()) {
       // The global batch: dp replicas x micro-batches x micro-batch rows.
       int64_t rows = f.inputs[data.tokensArg].global[0];
@@ -1921,7 +1934,6 @@ int main(int argc, char **argv) {
                (long long)f.microBatches, (long long)(rows / f.microBatches));
       printf("\n");
     }
-    double start = par_rt_now_seconds();
     for (int64_t step = 1; step <= o.steps; ++step) {
       for (char *p : outs)
         free(p);
@@ -1930,29 +1942,15 @@ int main(int argc, char **argv) {
       outs = call(prog, f, locals, /*useLocal=*/true);
       double t = par_rt_now_seconds() - t0;
       double loss = feedBack(f, outs, locals, /*useLocal=*/true);
-      losses.push_back(loss);
       times.push_back(t);
-      if (rank == 0) {
-        double done = par_rt_now_seconds() - start;
-        printf("step %lld/%lld  loss %.6g  %.4f s/step", (long long)step,
-               (long long)o.steps, loss, t);
-        if (!o.data.empty())
-          printf("  %.0f tokens/s",
-                 f.inputs[data.tokensArg].globalCount() / std::max(t, 1e-9));
-        printf("  %.1f s left\n", done / step * (o.steps - step));
-        fflush(stdout);
-        if (csv)
-          fprintf(csv, "%lld,%.9g,%.6f\n", (long long)step, loss, done);
-      }
+      log.step(step, loss, t,
+               o.data.empty()
+                   ? -1.0
+                   : double(f.inputs[data.tokensArg].globalCount()));
     }
-    if (csv)
-      fclose(csv);
-    if (rank == 0 && !o.lossPlot.empty()) {
-      writeLossPlot(o.lossPlot, losses,
-                    "par-run: " + f.name + " on " + std::to_string(world) +
-                        " ranks, loss per step");
-      printf("par-run: wrote the loss plot %s\n", o.lossPlot.c_str());
-    }
+    log.finish("par-run: " + f.name + " on " + std::to_string(world) +
+               " ranks, loss per step");
+    losses = log.losses;
     par_rt_context_stats(ctx, &stats);
   }
   for (int64_t it = 0; o.steps == 0 && it < o.repeat + (o.repeat > 1 ? 1 : 0);

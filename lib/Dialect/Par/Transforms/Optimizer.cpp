@@ -90,6 +90,21 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         .getResult(0);
   }
 
+  /// Scales every value (a sum over the micro-batches) by 1 / micro-batches.
+  void averageOverMicroBatches(OpBuilder &b, Location loc,
+                               MutableArrayRef<Value> values) {
+    double inv = 1.0 / static_cast<double>(microBatches);
+    for (Value &v : values)
+      v = elementwise(b, loc, v, Value(),
+                      [&](OpBuilder &nb, Location l, ValueRange a) {
+                        Type et = a[0].getType();
+                        return arith::MulFOp::create(
+                            nb, l, a[0],
+                            arith::ConstantOp::create(
+                                nb, l, et, nb.getFloatAttr(et, inv)));
+                      });
+  }
+
   /// The operands of each micro-batch's gradient call: parameters as they
   /// are, every other argument `[m*B, ...]` viewed as `[B, m, ...]` and
   /// sliced at k on the m dim (rows i*m + k). The major `B` dim inherits the
@@ -331,18 +346,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     b.setInsertionPointToStart(body);
     ValueRange args = body->getArguments();
     SmallVector<Value> grads(args.slice(P, P));
-    if (microBatches > 1) {
-      double inv = 1.0 / static_cast<double>(microBatches);
-      for (Value &g : grads)
-        g = elementwise(b, loc, g, Value(),
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          Type et = a[0].getType();
-                          return arith::MulFOp::create(
-                              nb, l, a[0],
-                              arith::ConstantOp::create(
-                                  nb, l, et, nb.getFloatAttr(et, inv)));
-                        });
-    }
+    if (microBatches > 1)
+      averageOverMicroBatches(b, loc, grads);
     Value t = hasStep ? args.back() : Value();
     SmallVector<Value> results;
     SmallVector<Value> paramVals(args.take_front(P)),
@@ -468,16 +473,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                                   return arith::AddFOp::create(nb, l, a[0], a[1]);
                                 });
       }
-      double inv = 1.0 / static_cast<double>(microBatches);
-      for (Value &v : sums)
-        v = elementwise(b, loc, v, Value(),
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          Type et = a[0].getType();
-                          return arith::MulFOp::create(
-                              nb, l, a[0],
-                              arith::ConstantOp::create(
-                                  nb, l, et, nb.getFloatAttr(et, inv)));
-                        });
+      averageOverMicroBatches(b, loc, sums);
       loss = sums[0];
       grads.assign(sums.begin() + 1, sums.end());
       step->setAttr(ParDialect::kMicroBatchesAttrName,
