@@ -148,7 +148,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
 
   /// The update of every parameter from its gradient, state (kind-major:
   /// state[k * #params + j]) and the step number `t` (null when unused):
-  /// appends the new parameters, then the new state grouped by kind.
+  /// appends the new parameters, then the new state grouped by kind, then
+  /// t + 1 when there is a step number.
   void emitUpdates(OpBuilder &b, Location loc, ArrayRef<Value> params,
                    ArrayRef<Value> grads, ArrayRef<Value> state, Value t,
                    SmallVector<Value> &results) {
@@ -268,6 +269,13 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     for (unsigned k = 0; k < statePerParam; ++k)
       for (unsigned j = 0; j < params.size(); ++j)
         results.push_back(newState[j * statePerParam + k]);
+    if (hasStep) {
+      auto tt = cast<RankedTensorType>(t.getType());
+      Value one = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(
+                      tt, b.getFloatAttr(tt.getElementType(), 1.0)));
+      results.push_back(arith::AddFOp::create(b, loc, t, one));
+    }
   }
 
   /// For a pipeline stage (par-pipeline-split's `f_s<k>`): `f_s<k>_update(
@@ -353,13 +361,6 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     SmallVector<Value> paramVals(args.take_front(P)),
         stateVals(args.slice(2 * P, K * P));
     emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
-    if (hasStep) {
-      auto tt = cast<RankedTensorType>(t.getType());
-      Value one = arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(
-                      tt, b.getFloatAttr(tt.getElementType(), 1.0)));
-      results.push_back(arith::AddFOp::create(b, loc, t, one));
-    }
     func::ReturnOp::create(b, loc, results);
     return success();
   }
@@ -555,13 +556,6 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       for (unsigned j = 0; j < params.size(); ++j)
         stateVals.push_back(args[fn.getNumArguments() + k * params.size() + j]);
     emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
-    if (hasStep) {
-      auto tt = cast<RankedTensorType>(t.getType());
-      Value one = arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(
-                      tt, b.getFloatAttr(tt.getElementType(), 1.0)));
-      results.push_back(arith::AddFOp::create(b, loc, t, one));
-    }
     func::ReturnOp::create(b, loc, results);
 
     // Which result feeds which argument at the next step.
