@@ -742,7 +742,8 @@ def generate_mlp(args):
              % (args.layers, b, d, f, dt),
              "module {"]
     if par:
-        lines.append('  par.mesh @mesh ["dp"=%d, "tp"=%d]' % (args.dp, args.tp))
+        pp = ', "pp"=%d' % args.pp if args.pp > 1 else ""
+        lines.append('  par.mesh @mesh ["dp"=%d, "tp"=%d%s]' % (args.dp, args.tp, pp))
     lines.append("  func.func @mlp(")
     lines.append(",\n".join("      %s: %s%s" % (n, em.ty(shape), a)
                              for n, shape, a in fargs))
@@ -798,7 +799,7 @@ def main(argv=None):
     ap.add_argument("--dp", type=int, default=2, help="data-parallel mesh axis size")
     ap.add_argument("--tp", type=int, default=4, help="tensor-parallel mesh axis size")
     ap.add_argument("--pp", type=int, default=1,
-                    help="pipeline mesh axis size (--gpt; adds a \"pp\" axis "
+                    help="pipeline mesh axis size (--gpt, --mlp; adds a \"pp\" axis "
                          "that par-pipeline-split/-schedule place stages on)")
     ap.add_argument("--dtype", default="f32", choices=sorted(MASK_VALUE))
     ap.add_argument("--gpt", action="store_true",

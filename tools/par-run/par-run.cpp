@@ -219,10 +219,9 @@ Options parseArgs(int argc, char **argv) {
     fail("--loss-csv needs --steps");
   if (!o.lossPlot.empty() && o.steps == 0)
     fail("--loss-plot needs --steps");
-  if (o.pipeline && (o.steps == 0 || o.data.empty() || !o.entry.empty() ||
-                     !o.inputs.empty()))
-    fail("--pipeline trains: it needs --steps and --data, and takes neither "
-         "--entry nor --input");
+  if (o.pipeline && (o.steps == 0 || !o.entry.empty() || !o.inputs.empty()))
+    fail("--pipeline trains: it needs --steps, and takes neither --entry nor "
+         "--input");
   if (!o.trace.empty() && !o.pipeline)
     fail("--trace needs --pipeline");
   if (o.sample > 0 && (o.steps == 0 || o.data.empty()))
@@ -1284,7 +1283,13 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
   int64_t axesCode = ppAxis + 1;
   DataLoader data;
   data.seed = o.seed;
-  data.load(o.data);
+  if (!o.data.empty())
+    data.load(o.data);
+  // Without --data, data arguments take the generator's values of the
+  // unpipelined step's (m-fold) arguments, the same every step.
+  FunctionSpec stepSpec;
+  if (o.data.empty())
+    stepSpec = loadManifest(manifest, func + "_step");
 
   // Parameters (initialised exactly as the unpipelined step's arguments of
   // the same index) and optimizer state, on the stages of this rank only.
@@ -1345,12 +1350,27 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
         continue;
       }
       const TensorSpec &t = fs.inputs[j];
+      std::vector<char> buf(t.localCount() * t.elementSize());
+      if (o.data.empty()) {
+        // Row r of micro-batch mb is row r * m + mb of the step's argument.
+        if ((size_t)orig >= stepSpec.inputs.size() || t.global.empty() ||
+            stepSpec.inputs[orig].global[0] != t.global[0] * m)
+          fail("stage " + std::to_string(s) + "'s arg" + std::to_string(orig) +
+               " is not an m-fold argument of '" + stepSpec.name + "'");
+        int64_t row = t.globalCount() / t.global[0];
+        forEachElement(t, blockOffset(fs, t, coords), [&](int64_t l, int64_t g) {
+          int64_t G = ((g / row) * m + mb) * row + g % row;
+          storeValue(t, buf.data(), l,
+                     generateFor(stepSpec.inputs[orig], o.seed, orig, G));
+        });
+        args.push_back(std::move(buf));
+        continue;
+      }
       if ((orig != o.tokensArg && orig != o.targetsArg) || t.dtype != "i64" ||
           t.global.size() != 2)
         fail("stage " + std::to_string(s) + " takes arg" +
              std::to_string(orig) + ", which is neither a parameter nor the "
              "tokens/targets (--tokens/--targets)");
-      std::vector<char> buf(t.localCount() * t.elementSize());
       data.fillMicro(t, orig == o.targetsArg, step, m, mb, buf.data(),
                      blockOffset(fs, t, coords));
       args.push_back(std::move(buf));
@@ -1585,7 +1605,9 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
     check(par_rt_broadcast_world(ctx, &loss, sizeof(loss), lossRoot), ctx,
           "broadcasting the loss");
     log.step(step, loss, par_rt_now_seconds() - t0,
-             double(stages[0].fwd.inputs[0].globalCount() * m));
+             o.data.empty()
+                 ? -1.0
+                 : double(stages[0].fwd.inputs[0].globalCount() * m));
   }
   log.finish("par-run: " + func + " pipelined on " + std::to_string(world) +
              " ranks, loss per step");
@@ -1791,7 +1813,8 @@ int runPipeline(par_rt_context_t *ctx, const Options &o, int64_t rank,
     double worst = 0;
     for (int64_t step = 1; step <= o.steps; ++step) {
       for (size_t a : {data.tokensArg, data.targetsArg})
-        data.fill(ref, a, step, in[a].data(), {}, /*local=*/false);
+        if (!o.data.empty())
+          data.fill(ref, a, step, in[a].data(), {}, /*local=*/false);
       std::vector<char *> outs = call(refProg, ref, in, /*useLocal=*/false);
       double l = feedBack(ref, outs, in, /*useLocal=*/false);
       for (char *q : outs)
