@@ -20,11 +20,13 @@ import json
 import os
 import random
 import struct
-import subprocess
 import sys
 import tempfile
 
-PAR_RUN = "par-run"
+# par-run and .npy reading are gradcheck.py's (same directory).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gradcheck  # noqa: E402
+from gradcheck import run  # noqa: E402
 
 
 def write_npy(path, shape, values, dtype):
@@ -37,33 +39,8 @@ def write_npy(path, shape, values, dtype):
         f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
 
 
-def read_npy(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (hlen,) = struct.unpack("<H", data[8:10])
-    body = data[10 + hlen:]
-    return list(struct.unpack("<%dd" % (len(body) // 8), body))
-
-
-def run(artifact, entry, ranks, inputs, outdir):
-    cmd = [PAR_RUN, "-n", str(ranks), artifact, "--entry", entry, "--output", outdir]
-    for k, path in sorted(inputs.items()):
-        cmd += ["--input", "arg%d=%s" % (k, path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout + proc.stderr)
-        sys.exit("embedding_gather_check: par-run failed")
-    results = []
-    k = 0
-    while os.path.exists(os.path.join(outdir, "result%d.npy" % k)):
-        results.append(read_npy(os.path.join(outdir, "result%d.npy" % k)))
-        k += 1
-    return results
-
-
 def main():
-    global PAR_RUN
-    PAR_RUN, artifact, ranks = sys.argv[1:4]
+    gradcheck.PAR_RUN, artifact, ranks = sys.argv[1:4]
     manifest = json.load(open(os.path.join(artifact, "sharded.json")))
     spec = next(f for f in manifest["functions"] if f["name"] == "gpt")
     shapes = [t["global_shape"] for t in spec["inputs"]]

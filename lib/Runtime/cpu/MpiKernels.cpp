@@ -335,39 +335,43 @@ par_status_t par::rt::cpuBroadcast(par_rt_context_t &ctx, Group &g,
   return bcastBytes(ctx, out, bytes, int(root), comm);
 }
 
-par_status_t par::rt::cpuSend(par_rt_context_t &ctx, const void *in,
-                              int64_t count, int32_t dtype, int64_t peer,
-                              int64_t tag) {
+/// cpuSend's pieces, each sent at once or, with `requests`, started.
+static par_status_t sendPieces(par_rt_context_t &ctx, const void *in,
+                               int64_t count, int32_t dtype, int64_t peer,
+                               int64_t tag,
+                               std::vector<MPI_Request> *requests) {
   MPI_Datatype type = moveType(dtype);
   int64_t es = dtypeSize(dtype);
   // Messages between a pair with the same tag never overtake each other,
-  // so the receiver reassembles the pieces in order. An empty message is
-  // still one message: the receiver waits for it.
+  // so the receiver reassembles the pieces in order (started or not). An
+  // empty message is still one message: the receiver waits for it.
   for (int64_t off = 0, pieces = numPieces(count); pieces--; off += kPiece) {
     int piece = int(std::min(kPiece, count - off));
-    PAR_MPI_CHECK(ctx, "MPI_Send",
-                  MPI_Send(static_cast<const unsigned char *>(in) + off * es,
-                           piece, type, int(peer), int(tag), ctx.peers));
+    const unsigned char *at = static_cast<const unsigned char *>(in) + off * es;
+    if (!requests) {
+      PAR_MPI_CHECK(ctx, "MPI_Send",
+                    MPI_Send(at, piece, type, int(peer), int(tag), ctx.peers));
+      continue;
+    }
+    MPI_Request req;
+    PAR_MPI_CHECK(ctx, "MPI_Isend",
+                  MPI_Isend(at, piece, type, int(peer), int(tag), ctx.peers,
+                            &req));
+    requests->push_back(req);
   }
   return PAR_OK;
+}
+
+par_status_t par::rt::cpuSend(par_rt_context_t &ctx, const void *in,
+                              int64_t count, int32_t dtype, int64_t peer,
+                              int64_t tag) {
+  return sendPieces(ctx, in, count, dtype, peer, tag, nullptr);
 }
 
 par_status_t par::rt::cpuSendAsync(par_rt_context_t &ctx, const void *in,
                                    int64_t count, int32_t dtype, int64_t peer,
                                    int64_t tag) {
-  MPI_Datatype type = moveType(dtype);
-  int64_t es = dtypeSize(dtype);
-  // The same pieces as cpuSend, started: the receiver cannot tell them
-  // apart from a blocking send's.
-  for (int64_t off = 0, pieces = numPieces(count); pieces--; off += kPiece) {
-    int piece = int(std::min(kPiece, count - off));
-    MPI_Request req;
-    PAR_MPI_CHECK(ctx, "MPI_Isend",
-                  MPI_Isend(static_cast<const unsigned char *>(in) + off * es,
-                            piece, type, int(peer), int(tag), ctx.peers, &req));
-    ctx.pendingSends.push_back(req);
-  }
-  return PAR_OK;
+  return sendPieces(ctx, in, count, dtype, peer, tag, &ctx.pendingSends);
 }
 
 par_status_t par::rt::cpuRecv(par_rt_context_t &ctx, void *out, int64_t count,

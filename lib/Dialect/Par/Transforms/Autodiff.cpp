@@ -340,6 +340,18 @@ LogicalResult ReverseSweep::visit(Operation *op) {
   return op->emitOpError("cannot be differentiated by par-autodiff");
 }
 
+/// Erases an adjoint generic whose body could not be differentiated and
+/// reports `op`, naming the body op `badOp` when known.
+static LogicalResult dropAdjoint(linalg::GenericOp op, linalg::GenericOp grad,
+                                 Operation *badOp) {
+  grad.erase();
+  InFlightDiagnostic d =
+      op.emitOpError("has a body op par-autodiff cannot differentiate");
+  if (badOp)
+    d << ": '" << badOp->getName() << "'";
+  return d;
+}
+
 LogicalResult ReverseSweep::visitGeneric(linalg::GenericOp op) {
   Location loc = op.getLoc();
   int64_t numLoops = op.getNumLoops();
@@ -467,14 +479,8 @@ LogicalResult ReverseSweep::visitGeneric(linalg::GenericOp op) {
           }
           linalg::YieldOp::create(nb, nloc, acc);
         });
-    if (failedBody) {
-      grad.erase();
-      InFlightDiagnostic d =
-          op.emitOpError("has a body op par-autodiff cannot differentiate");
-      if (badOp)
-        d << ": '" << badOp->getName() << "'";
-      return d;
-    }
+    if (failedBody)
+      return dropAdjoint(op, grad, badOp);
     accumulate(target->get(), grad.getResult(0));
   }
 
@@ -635,14 +641,8 @@ LogicalResult ReverseSweep::visitCapturedRead(linalg::GenericOp op,
         Value sum = arith::AddFOp::create(nb, nloc, acc, contrib);
         linalg::YieldOp::create(nb, nloc, sum);
       });
-  if (failedBody) {
-    grad.erase();
-    InFlightDiagnostic d =
-        op.emitOpError("has a body op par-autodiff cannot differentiate");
-    if (badOp)
-      d << ": '" << badOp->getName() << "'";
-    return d;
-  }
+  if (failedBody)
+    return dropAdjoint(op, grad, badOp);
   accumulate(read.getTensor(), grad.getResult(0));
   return success();
 }
