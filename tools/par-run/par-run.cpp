@@ -29,7 +29,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 #include <dlfcn.h>
+#include <ftw.h>
 #include <functional>
 #include <list>
 #include <map>
@@ -37,6 +39,7 @@
 #include <set>
 #include <string>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -701,6 +704,39 @@ bool insideMPIJob() {
          getenv("PAR_RUN_WORKER");
 }
 
+/// A fresh directory under $TMPDIR (or /tmp) for one job's OpenMPI session
+/// files. Concurrent mpirun jobs sharing OpenMPI 4's per-user session
+/// directory race on creating and removing it ("mkdir ... File exists ...
+/// orte_session_dir failed"); a private base per job removes the race.
+std::string makeSessionDir() {
+  const char *base = getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") +
+                     "/par-run.XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back(0);
+  if (!mkdtemp(buf.data()))
+    fail("cannot create a session directory '" + tmpl +
+         "': " + strerror(errno));
+  return buf.data();
+}
+
+void removeTree(const std::string &dir) {
+  nftw(
+      dir.c_str(),
+      [](const char *path, const struct stat *, int, struct FTW *) {
+        remove(path);
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_PHYS);
+}
+
+pid_t launchedJob = -1;
+
+void forwardSignal(int sig) {
+  if (launchedJob > 0)
+    kill(launchedJob, sig);
+}
+
 int launch(const Options &o, int argc, char **argv) {
   std::string self = "/proc/self/exe";
   char buf[4096];
@@ -709,8 +745,10 @@ int launch(const Options &o, int argc, char **argv) {
     buf[n] = 0;
     self = buf;
   }
+  std::string session = makeSessionDir();
   std::vector<std::string> args = {"mpirun", "-n", std::to_string(o.ranks),
-                                   "--oversubscribe"};
+                                   "--oversubscribe", "--mca",
+                                   "orte_tmpdir_base", session};
   if (geteuid() == 0) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
@@ -732,9 +770,32 @@ int launch(const Options &o, int argc, char **argv) {
     cargs.push_back(a.data());
   cargs.push_back(nullptr);
   fflush(stdout);
-  execvp("mpirun", cargs.data());
-  fail(std::string("cannot start mpirun: ") + strerror(errno) +
-       " (install openmpi-bin)");
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    removeTree(session);
+    fail(std::string("cannot start mpirun: ") + strerror(errno));
+  }
+  if (pid == 0) {
+    // Everything the job writes to a temporary directory (OpenMPI's and
+    // PMIx's session files included) lands in the private one.
+    setenv("TMPDIR", session.c_str(), 1);
+    execvp("mpirun", cargs.data());
+    fprintf(stderr, "par-run: error: cannot start mpirun: %s (install "
+                    "openmpi-bin)\n", strerror(errno));
+    _exit(127);
+  }
+  launchedJob = pid;
+  signal(SIGINT, forwardSignal);
+  signal(SIGTERM, forwardSignal);
+  signal(SIGHUP, forwardSignal);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  removeTree(session);
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 void check(par_status_t s, par_rt_context_t *ctx, const std::string &what) {
