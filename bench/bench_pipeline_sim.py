@@ -3,7 +3,7 @@
 every schedule over a grid of p (pipeline ranks) and m (micro-batches) with
 unit costs (T_F = 1, T_B = 2, or T_F = T_BI = T_BW = 1 for ZB-H1) and
 prints the simulated bubble and first-stage peak activations next to the
-published formulas (../shared/ANCHORS.md):
+published formulas (docs/Formulas.md):
 
   GPipe, 1F1B  bubble fraction (p-1)/(m+p-1)     peak m (GPipe), p (1F1B)
   interleaved  bubble ratio (p-1)/(v m)          peak ~ p + (p-1)/v

@@ -7,7 +7,8 @@ set -euo pipefail
 PKGS=(cmake ninja-build g++ python3 ccache
       llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
       libopenmpi-dev openmpi-bin libopenblas-dev libzstd-dev
-      python3-numpy python3-torch)  # the PyTorch parity tests' reference
+      python3-numpy python3-torch  # the PyTorch parity tests' reference
+      libgtest-dev)                # the C++ unit tests (test/unit)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

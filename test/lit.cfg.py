@@ -1,5 +1,8 @@
 # -*- Python -*-
 import os
+import shutil
+import subprocess
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -10,7 +13,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.par_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "no-crash.py", "chunk.py", "make_npy.py", "gradcheck.py", "optimcheck.py", "torch_parity.py", "gpt_torch_parity.py", "concurrent_launch.py", "embedding_gather_check.py", "mpirun.sh"]
+config.excludes = ["lib", "CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "no-crash.py", "chunk.py", "make_npy.py", "gradcheck.py", "optimcheck.py", "torch_parity.py", "gpt_torch_parity.py", "concurrent_launch.py", "embedding_gather_check.py", "mpirun.sh"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%par_src_root", config.par_src_root))
@@ -33,3 +36,27 @@ config.environment["OPENBLAS_NUM_THREADS"] = "1"
 config.substitutions.append(("%mpirun", "sh " + os.path.join(config.par_src_root, "test", "mpirun.sh")))
 config.substitutions.append(("%par_lib_dir", os.path.join(config.par_obj_root, "lib")))
 llvm_config.add_tool_substitutions(["par-runtime-test", "llvm-nm"], tool_dirs)
+
+# Features: what this machine has. A test that needs a missing component
+# says REQUIRES: <feature> (or its folder's lit.local.cfg does) and reports
+# UNSUPPORTED instead of passing silently.
+#   mpi    mpirun on PATH (multi-rank jobs: test/Runtime, test/e2e)
+#   torch  PyTorch importable by %python (the parity tests' reference)
+#   cuda   a usable NVIDIA GPU (nvidia-smi lists one)
+#   gtest  the C++ unit tests were built (GoogleTest found)
+def _succeeds(cmd):
+    try:
+        return subprocess.run(cmd, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+if _succeeds([sys.executable, "-c", "import torch"]):
+    config.available_features.add("torch")
+if shutil.which("nvidia-smi") and _succeeds(["nvidia-smi", "-L"]):
+    config.available_features.add("cuda")
+if os.path.exists(os.path.join(config.par_tools_dir, "par-unit-tests")):
+    config.available_features.add("gtest")
+llvm_config.add_tool_substitutions(["par-unit-tests"], tool_dirs)

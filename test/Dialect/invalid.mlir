@@ -1187,3 +1187,43 @@ func.func @feedback_type(%x: tensor<4xf32>) -> tensor<8xf32> attributes {par.fee
 func.func @param_result(%x: tensor<4xf32>) -> (tensor<4xf32> {par.param}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: memref<8x8xf32>, %y: memref<8x8xf32>) {
+  // Tests that a buffer all_gather's output has the gathered shape.
+  // expected-error@+1 {{'par.buffer_all_gather' op result dimension 1 should be 32, got 8}}
+  par.buffer_all_gather %x, %y on @m axes = ["b"] dim = 1 : memref<8x8xf32>, memref<8x8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: memref<8xf32>, %y: memref<8xf32>) {
+  // Tests that buffer collectives check their axes like the tensor forms.
+  // expected-error@+1 {{'par.buffer_all_reduce' op unknown mesh axis 'c' (mesh @m)}}
+  par.buffer_all_reduce %x, %y on @m axes = ["c"] kind = sum : memref<8xf32>, memref<8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: memref<8xf32>, %y: memref<4xf32>) {
+  // Tests that a buffer all_reduce reads and writes the same shape.
+  // expected-error@+1 {{'par.buffer_all_reduce' op result dimension 0 should be 8, got 4}}
+  par.buffer_all_reduce %x, %y on @m axes = ["a"] kind = sum : memref<8xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2, "b"=4]
+func.func @f(%x: memref<?xf32>) {
+  // Tests that buffer collectives need static shapes.
+  // expected-error@+1 {{operand #0 must be statically shaped memref of any type values}}
+  par.buffer_send %x on @m axes = ["a"] dest = [1] : memref<?xf32>
+  return
+}

@@ -292,3 +292,26 @@ func.func @forward_mesh(%arg0: tensor<8xf32> {par.sharding = #par.sharding<@late
   return %1 : tensor<8xf32>
 }
 par.mesh @late ["p"=2]
+
+// Tests that the buffer forms of the collectives round-trip.
+// CHECK-LABEL: func.func @buffers(
+// CHECK:         par.buffer_all_reduce %{{.*}}, %{{.*}} on @late axes = ["p"] kind = max : memref<8xf32>, memref<8xf32>
+// CHECK:         par.buffer_all_gather %{{.*}}, %{{.*}} on @late axes = ["p"] dim = 0 : memref<8xf32>, memref<16xf32>
+// CHECK:         par.buffer_reduce_scatter %{{.*}}, %{{.*}} on @late axes = ["p"] dim = 0 kind = sum : memref<16xf32>, memref<8xf32>
+// CHECK:         par.buffer_all_to_all %{{.*}}, %{{.*}} on @late axes = ["p"] split_dim = 1 concat_dim = 0 : memref<2x4xf32>, memref<4x2xf32>
+// CHECK:         par.buffer_all_slice %{{.*}}, %{{.*}} on @late axes = ["p"] dim = 0 : memref<16xf32>, memref<8xf32>
+// CHECK:         par.buffer_broadcast %{{.*}}, %{{.*}} on @late axes = ["p"] root = [1] : memref<8xf32>, memref<8xf32>
+// CHECK:         par.buffer_send %{{.*}} on @late axes = ["p"] dest = [1] {tag = 3 : i64} : memref<8xf32>
+// CHECK:         par.buffer_recv %{{.*}} on @late axes = ["p"] source = [0] : memref<8xf32>
+func.func @buffers(%a: memref<8xf32>, %b: memref<8xf32>, %g: memref<16xf32>,
+                   %m: memref<2x4xf32>, %t: memref<4x2xf32>) {
+  par.buffer_all_reduce %a, %b on @late axes = ["p"] kind = max : memref<8xf32>, memref<8xf32>
+  par.buffer_all_gather %a, %g on @late axes = ["p"] dim = 0 : memref<8xf32>, memref<16xf32>
+  par.buffer_reduce_scatter %g, %b on @late axes = ["p"] dim = 0 kind = sum : memref<16xf32>, memref<8xf32>
+  par.buffer_all_to_all %m, %t on @late axes = ["p"] split_dim = 1 concat_dim = 0 : memref<2x4xf32>, memref<4x2xf32>
+  par.buffer_all_slice %g, %b on @late axes = ["p"] dim = 0 : memref<16xf32>, memref<8xf32>
+  par.buffer_broadcast %a, %b on @late axes = ["p"] root = [1] : memref<8xf32>, memref<8xf32>
+  par.buffer_send %a on @late axes = ["p"] dest = [1] {tag = 3} : memref<8xf32>
+  par.buffer_recv %b on @late axes = ["p"] source = [0] : memref<8xf32>
+  return
+}

@@ -2,7 +2,7 @@
 // RUN: par-opt %s --par-comm-report=output=%t.txt -o /dev/null && FileCheck %s < %t.txt
 // RUN: not par-opt %s --par-comm-report=output=/nonexistent/dir/r.txt -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADFILE
 
-// Tests the bytes each device sends under the ring formulas of ANCHORS.md:
+// Tests the bytes each device sends under the ring formulas of docs/Formulas.md:
 // all_reduce 2(n-1)/n S, all_gather (n-1)/n of the result, reduce_scatter
 // and all_to_all (n-1)/n of the input, broadcast and send S, recv and
 // all_slice nothing. Element widths: f32 4 bytes, bf16 2, i8 1.

@@ -159,3 +159,14 @@ func.func @loop(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"x"}
   } {par.sharding = [#par.sharding<@mesh, [{"x"}, {}]>]}
   return %r : tensor<8x16xf32>
 }
+
+// -----
+
+// Tests that functions without a builtin function type (already lowered to
+// the LLVM dialect) are left alone.
+// CHECK-LABEL: llvm.func @lowered(
+// CHECK:         llvm.return
+par.mesh @mesh ["dp"=2]
+llvm.func @lowered(%a: !llvm.ptr) {
+  llvm.return
+}

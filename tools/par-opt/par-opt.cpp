@@ -1,14 +1,13 @@
 //===- par-opt.cpp - par's mlir-opt style driver ---------------------------===//
 //
 // Registers the upstream dialects a model is written in (and that later
-// lowering stages need), their interface models, par's dialect, sharding-rule
-// models, passes and pipelines, then hands over to MlirOptMain.
+// lowering stages need), their interface models, par's dialect with its
+// models, passes and pipelines (par/InitAll.h) and the test passes, then
+// hands over to MlirOptMain.
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Dialect/Par/IR/ParDialect.h"
-#include "par/Dialect/Par/Transforms/Passes.h"
-#include "par/Dialect/Par/Transforms/RuntimeABI.h"
+#include "par/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -16,15 +15,18 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+namespace mlir::par::test {
+void registerTestShardingRulesPass();
+} // namespace mlir::par::test
+
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllPasses();
-  registry.insert<mlir::par::ParDialect>();
-  mlir::par::registerShardingRuleModels(registry);
-  mlir::par::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::par::registerAllParDialects(registry);
   mlir::par::registerAllParPasses();
+  mlir::par::test::registerTestShardingRulesPass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "par optimizer driver: sharding, partitioning and lowering\n",
       registry));

@@ -18,7 +18,6 @@ using namespace mlir::par;
 
 #include "par/Dialect/Par/IR/ParDialect.cpp.inc"
 #include "par/Dialect/Par/IR/ParEnums.cpp.inc"
-#include "par/Dialect/Par/IR/ParInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "par/Dialect/Par/IR/ParAttrs.cpp.inc"
@@ -602,8 +601,8 @@ static LogicalResult checkDim(Operation *op, int64_t dim, int64_t rank,
 
 /// Checks that result dim `d` equals input dim `d` times `mul` divided by
 /// `div`, and all other dims match, skipping dynamic sizes.
-static LogicalResult checkShapes(Operation *op, RankedTensorType in,
-                                 RankedTensorType out,
+static LogicalResult checkShapes(Operation *op, ShapedType in,
+                                 ShapedType out,
                                  ArrayRef<std::pair<int64_t, std::pair<int64_t, int64_t>>> scaled) {
   if (in.getRank() != out.getRank())
     return op->emitOpError("input and result must have the same rank");
@@ -634,7 +633,8 @@ static LogicalResult checkShapes(Operation *op, RankedTensorType in,
 #define PAR_COLLECTIVE_COMMON(OpTy)                                            \
   LogicalResult OpTy::verifySymbolUses(SymbolTableCollection &) {              \
     return success();                                                          \
-  }                                                                            \
+  }
+#define PAR_COLLECTIVE_GROUP_SIZE(OpTy)                                        \
   int64_t OpTy::getGroupSize() {                                               \
     return groupSizeOf(getOperation(), getMeshAttr(), getAxes());              \
   }
@@ -647,61 +647,63 @@ PAR_COLLECTIVE_COMMON(BroadcastOp)
 PAR_COLLECTIVE_COMMON(AllSliceOp)
 PAR_COLLECTIVE_COMMON(SendOp)
 PAR_COLLECTIVE_COMMON(RecvOp)
+PAR_COLLECTIVE_GROUP_SIZE(AllReduceOp)
+PAR_COLLECTIVE_GROUP_SIZE(AllGatherOp)
+PAR_COLLECTIVE_GROUP_SIZE(ReduceScatterOp)
+PAR_COLLECTIVE_GROUP_SIZE(AllToAllOp)
+PAR_COLLECTIVE_GROUP_SIZE(BroadcastOp)
+PAR_COLLECTIVE_GROUP_SIZE(AllSliceOp)
+PAR_COLLECTIVE_GROUP_SIZE(SendOp)
+PAR_COLLECTIVE_GROUP_SIZE(RecvOp)
+PAR_COLLECTIVE_COMMON(BufferAllReduceOp)
+PAR_COLLECTIVE_COMMON(BufferAllGatherOp)
+PAR_COLLECTIVE_COMMON(BufferReduceScatterOp)
+PAR_COLLECTIVE_COMMON(BufferAllToAllOp)
+PAR_COLLECTIVE_COMMON(BufferBroadcastOp)
+PAR_COLLECTIVE_COMMON(BufferAllSliceOp)
+PAR_COLLECTIVE_COMMON(BufferSendOp)
+PAR_COLLECTIVE_COMMON(BufferRecvOp)
 #undef PAR_COLLECTIVE_COMMON
+#undef PAR_COLLECTIVE_GROUP_SIZE
 
-LogicalResult AllReduceOp::verify() {
-  return verifyAxes(*this, getMeshAttr(), getAxes());
-}
+// One verifier per collective kind, shared by the tensor and buffer forms.
 
-LogicalResult AllGatherOp::verify() {
-  FailureOr<int64_t> n = verifyAxes(*this, getMeshAttr(), getAxes());
-  if (failed(n) || failed(checkDim(*this, getDim(), getInput().getType().getRank(), "dim")))
+static LogicalResult verifyAllReduce(Operation *op, FlatSymbolRefAttr mesh,
+                                     ArrayAttr axes, ShapedType in,
+                                     ShapedType out) {
+  if (failed(verifyAxes(op, mesh, axes)))
     return failure();
-  return checkShapes(*this, getInput().getType(), getResult().getType(),
-                     {{getDim(), {*n, 1}}});
+  return checkShapes(op, in, out, {});
 }
 
-LogicalResult ReduceScatterOp::verify() {
-  FailureOr<int64_t> n = verifyAxes(*this, getMeshAttr(), getAxes());
-  if (failed(n) || failed(checkDim(*this, getDim(), getInput().getType().getRank(), "dim")))
+/// all_gather (`gather` = true: dim grows n-fold), reduce_scatter and
+/// all_slice (dim shrinks n-fold).
+static LogicalResult verifyResize(Operation *op, FlatSymbolRefAttr mesh,
+                                  ArrayAttr axes, ShapedType in,
+                                  ShapedType out, int64_t dim, bool gather) {
+  FailureOr<int64_t> n = verifyAxes(op, mesh, axes);
+  if (failed(n) || failed(checkDim(op, dim, in.getRank(), "dim")))
     return failure();
-  return checkShapes(*this, getInput().getType(), getResult().getType(),
-                     {{getDim(), {1, *n}}});
+  return checkShapes(op, in, out,
+                     {{dim, gather ? std::make_pair(*n, int64_t(1))
+                                   : std::make_pair(int64_t(1), *n)}});
 }
 
-LogicalResult AllToAllOp::verify() {
-  FailureOr<int64_t> n = verifyAxes(*this, getMeshAttr(), getAxes());
-  int64_t rank = getInput().getType().getRank();
-  if (failed(n) || failed(checkDim(*this, getSplitDim(), rank, "split_dim")) ||
-      failed(checkDim(*this, getConcatDim(), rank, "concat_dim")))
+static LogicalResult verifyAllToAll(Operation *op, FlatSymbolRefAttr mesh,
+                                    ArrayAttr axes, ShapedType in,
+                                    ShapedType out, int64_t splitDim,
+                                    int64_t concatDim) {
+  FailureOr<int64_t> n = verifyAxes(op, mesh, axes);
+  int64_t rank = in.getRank();
+  if (failed(n) || failed(checkDim(op, splitDim, rank, "split_dim")) ||
+      failed(checkDim(op, concatDim, rank, "concat_dim")))
     return failure();
-  return checkShapes(*this, getInput().getType(), getResult().getType(),
-                     {{getSplitDim(), {1, *n}}, {getConcatDim(), {*n, 1}}});
+  return checkShapes(op, in, out,
+                     {{splitDim, {1, *n}}, {concatDim, {*n, 1}}});
 }
 
-LogicalResult BroadcastOp::verify() {
-  FailureOr<int64_t> n = verifyAxes(*this, getMeshAttr(), getAxes());
-  if (failed(n))
-    return failure();
-  if (getRoot().size() != getAxes().size())
-    return emitOpError() << "root needs one coordinate per axis ("
-                         << getAxes().size() << "), got " << getRoot().size();
-  auto mesh = lookupMesh(*this, getMeshAttr());
-  for (auto [axis, c] : llvm::zip(getAxes().getAsRange<StringAttr>(), getRoot()))
-    if (c < 0 || c >= mesh.getAxisSize(axis.getValue()))
-      return emitOpError() << "root coordinate " << c << " is out of range for mesh axis '"
-                           << axis.getValue() << "'";
-  return success();
-}
-
-LogicalResult AllSliceOp::verify() {
-  FailureOr<int64_t> n = verifyAxes(*this, getMeshAttr(), getAxes());
-  if (failed(n) || failed(checkDim(*this, getDim(), getInput().getType().getRank(), "dim")))
-    return failure();
-  return checkShapes(*this, getInput().getType(), getResult().getType(),
-                     {{getDim(), {1, *n}}});
-}
-
+/// The coordinates of one device of the group (broadcast's root, send's
+/// destination, recv's source).
 static LogicalResult verifyPeer(Operation *op, FlatSymbolRefAttr meshSym,
                                 ArrayAttr axes, ArrayRef<int64_t> coords,
                                 StringRef name) {
@@ -719,11 +721,71 @@ static LogicalResult verifyPeer(Operation *op, FlatSymbolRefAttr meshSym,
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  return verifyAllReduce(*this, getMeshAttr(), getAxes(), getInput().getType(),
+                         getResult().getType());
+}
+LogicalResult BufferAllReduceOp::verify() {
+  return verifyAllReduce(*this, getMeshAttr(), getAxes(), getInput().getType(),
+                         getOutput().getType());
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyResize(*this, getMeshAttr(), getAxes(), getInput().getType(),
+                      getResult().getType(), getDim(), /*gather=*/true);
+}
+LogicalResult BufferAllGatherOp::verify() {
+  return verifyResize(*this, getMeshAttr(), getAxes(), getInput().getType(),
+                      getOutput().getType(), getDim(), /*gather=*/true);
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyResize(*this, getMeshAttr(), getAxes(), getInput().getType(),
+                      getResult().getType(), getDim(), /*gather=*/false);
+}
+LogicalResult BufferReduceScatterOp::verify() {
+  return verifyResize(*this, getMeshAttr(), getAxes(), getInput().getType(),
+                      getOutput().getType(), getDim(), /*gather=*/false);
+}
+
+LogicalResult AllSliceOp::verify() {
+  return verifyResize(*this, getMeshAttr(), getAxes(), getInput().getType(),
+                      getResult().getType(), getDim(), /*gather=*/false);
+}
+LogicalResult BufferAllSliceOp::verify() {
+  return verifyResize(*this, getMeshAttr(), getAxes(), getInput().getType(),
+                      getOutput().getType(), getDim(), /*gather=*/false);
+}
+
+LogicalResult AllToAllOp::verify() {
+  return verifyAllToAll(*this, getMeshAttr(), getAxes(), getInput().getType(),
+                        getResult().getType(), getSplitDim(), getConcatDim());
+}
+LogicalResult BufferAllToAllOp::verify() {
+  return verifyAllToAll(*this, getMeshAttr(), getAxes(), getInput().getType(),
+                        getOutput().getType(), getSplitDim(), getConcatDim());
+}
+
+LogicalResult BroadcastOp::verify() {
+  return verifyPeer(*this, getMeshAttr(), getAxes(), getRoot(), "root");
+}
+LogicalResult BufferBroadcastOp::verify() {
+  if (failed(verifyPeer(*this, getMeshAttr(), getAxes(), getRoot(), "root")))
+    return failure();
+  return checkShapes(*this, getInput().getType(), getOutput().getType(), {});
+}
+
 LogicalResult SendOp::verify() {
+  return verifyPeer(*this, getMeshAttr(), getAxes(), getDest(), "dest");
+}
+LogicalResult BufferSendOp::verify() {
   return verifyPeer(*this, getMeshAttr(), getAxes(), getDest(), "dest");
 }
 
 LogicalResult RecvOp::verify() {
+  return verifyPeer(*this, getMeshAttr(), getAxes(), getSource(), "source");
+}
+LogicalResult BufferRecvOp::verify() {
   return verifyPeer(*this, getMeshAttr(), getAxes(), getSource(), "source");
 }
 

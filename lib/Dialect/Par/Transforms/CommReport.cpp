@@ -2,12 +2,13 @@
 //
 // Prints, per function, every collective with its axes, group size, element
 // type, local type and the bytes one device sends per call (ring formulas of
-// ANCHORS.md), then the total. Tests and benchmarks read it.
+// docs/Formulas.md), then the total. Tests and benchmarks read it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/Dialect/Par/Transforms/Passes.h"
-#include "par/Dialect/Par/Transforms/ShardingUtils.h"
+#include "par/Dialect/Par/Analysis/FactorChoice.h"
+#include "par/Dialect/Par/Analysis/TieClasses.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Support/FileUtilities.h"

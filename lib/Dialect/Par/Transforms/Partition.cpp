@@ -11,7 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Dialect/Par/Transforms/Passes.h"
-#include "par/Dialect/Par/Transforms/ShardingUtils.h"
+#include "par/Dialect/Par/Analysis/FactorChoice.h"
+#include "par/Dialect/Par/Analysis/TieClasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -162,7 +163,9 @@ void PartitionPass::runOnOperation() {
 
   SmallVector<FunctionOpInterface> fns;
   module.walk([&](FunctionOpInterface fn) {
-    if (!fn.isExternal())
+    // Functions over tensors have builtin function types; others (e.g. an
+    // llvm.func already lowered) have nothing to partition.
+    if (!fn.isExternal() && isa<FunctionType>(fn.getFunctionType()))
       fns.push_back(fn);
   });
   // Global types first, for all functions: calls look across functions.

@@ -8,8 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "par/Dialect/Par/Transforms/ShardingPropagation.h"
+#include "par/Dialect/Par/Analysis/FactorChoice.h"
+#include "par/Dialect/Par/Analysis/TieClasses.h"
 #include "par/Dialect/Par/Transforms/Passes.h"
-#include "par/Dialect/Par/Transforms/ShardingUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -30,9 +32,10 @@ using namespace mlir::par;
 
 namespace {
 
-struct ShardingPropagationPass
-    : public mlir::par::impl::ShardingPropagationBase<ShardingPropagationPass> {
-  void runOnOperation() override;
+/// The fixed point over one module (propagateShardings).
+struct Propagator {
+  void run(ModuleOp module);
+  PropagationStats stats;
 
 private:
   /// Sets `leader`'s sharding if it is not fixed and `s` extends the
@@ -48,7 +51,7 @@ private:
 
 } // namespace
 
-bool ShardingPropagationPass::update(Value leader, ShardingAttr s) {
+bool Propagator::update(Value leader, ShardingAttr s) {
   if (!s || fixed.contains(leader))
     return false;
   s = s.withoutPartial();
@@ -67,7 +70,7 @@ bool ShardingPropagationPass::update(Value leader, ShardingAttr s) {
   return true;
 }
 
-void ShardingPropagationPass::seed(ModuleOp module) {
+void Propagator::seed(ModuleOp module) {
   auto fix = [&](Value v, ShardingAttr s) {
     Value l = ties->leader(v);
     if (fixed.contains(l))
@@ -120,8 +123,7 @@ void ShardingPropagationPass::seed(ModuleOp module) {
   });
 }
 
-void ShardingPropagationPass::runOnOperation() {
-  ModuleOp module = getOperation();
+void Propagator::run(ModuleOp module) {
   ties = std::make_shared<TieClasses>(module);
   state.clear();
   fixed.clear();
@@ -161,7 +163,7 @@ void ShardingPropagationPass::runOnOperation() {
     Operation *op = worklist.front();
     worklist.pop_front();
     queued.erase(op);
-    ++numIterations;
+    ++stats.iterations;
 
     if (auto c = dyn_cast<ShardingConstraintOp>(op)) {
       // The operand is pulled towards the constrained sharding.
@@ -204,13 +206,13 @@ void ShardingPropagationPass::runOnOperation() {
       }
     for (auto [cur, want] : llvm::zip(operandShardings, choice.operands))
       if (cur && want && cur != want.withoutPartial())
-        ++numConflicts;
+        ++stats.conflicts;
   }
 
   writeBack(module);
 }
 
-void ShardingPropagationPass::writeBack(ModuleOp module) {
+void Propagator::writeBack(ModuleOp module) {
   MLIRContext *ctx = module.getContext();
   auto get = [&](Value v) { return state.lookup(ties->leader(v)); };
   module.walk([&](FunctionOpInterface fn) {
@@ -254,3 +256,20 @@ void ShardingPropagationPass::writeBack(ModuleOp module) {
     op->setAttr(ParDialect::kShardingAttrName, ArrayAttr::get(ctx, entries));
   });
 }
+
+PropagationStats mlir::par::propagateShardings(ModuleOp module) {
+  Propagator p;
+  p.run(module);
+  return p.stats;
+}
+
+namespace {
+struct ShardingPropagationPass
+    : public mlir::par::impl::ShardingPropagationBase<ShardingPropagationPass> {
+  void runOnOperation() override {
+    PropagationStats s = propagateShardings(getOperation());
+    numIterations += s.iterations;
+    numConflicts += s.conflicts;
+  }
+};
+} // namespace

@@ -12,12 +12,10 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "par/Dialect/Par/IR/ParDialect.h.inc"
-#include "par/Dialect/Par/IR/ShardingRule.h"
+#include "par/Dialect/Par/IR/ParEnums.h"
 
 #define GET_ATTRDEF_CLASSES
 #include "par/Dialect/Par/IR/ParAttrs.h.inc"
-
-#include "par/Dialect/Par/IR/ParInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "par/Dialect/Par/IR/ParOps.h.inc"
@@ -42,10 +40,6 @@ getLocalType(function_ref<InFlightDiagnostic()> emitError,
 
 /// The sharding attached to a function argument/result or op, if any.
 ShardingAttr getShardingAnnotation(Operation *op);
-
-/// Registers the sharding-rule external models on upstream ops (linalg,
-/// tensor, arith, math).
-void registerShardingRuleModels(DialectRegistry &registry);
 
 } // namespace mlir::par
 

@@ -252,4 +252,115 @@ def Par_RecvOp : Par_CollectiveOp<"recv"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives on buffers (after bufferization)
+//===----------------------------------------------------------------------===//
+
+// The memref form of each collective: one-shot-bufferize turns a tensor
+// collective into one of these (reading `input`, writing a fresh `output`),
+// and Conversion/ParToRuntime turns these into calls to the runtime's kernel
+// ABI. Bufferization thus only bufferizes, and a second target (CUDA) lowers
+// the same ops its own way. Buffers have static shapes and the identity
+// layout (contiguous), as the runtime's pointer-based kernels need.
+class Par_BufferOp<string mnemonic, list<Trait> traits = []>
+    : Par_Op<"buffer_" # mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  let hasVerifier = 1;
+}
+
+def Par_BufferAllReduceOp : Par_BufferOp<"all_reduce"> {
+  let summary = "par.all_reduce on buffers";
+  let description = [{
+    ```mlir
+    par.buffer_all_reduce %in, %out on @mesh axes = ["tp"] kind = sum : memref<8x16xf32>, memref<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Arg<AnyStaticShapeMemRef, "", [MemRead]>:$input,
+                       Arg<AnyStaticShapeMemRef, "", [MemWrite]>:$output,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       Par_ReductionKindAttr:$kind);
+  let assemblyFormat = [{
+    $input `,` $output `on` $mesh `axes` `=` $axes `kind` `=` `` $kind attr-dict `:` type($input) `,` type($output)
+  }];
+}
+
+def Par_BufferAllGatherOp : Par_BufferOp<"all_gather"> {
+  let summary = "par.all_gather on buffers";
+  let arguments = (ins Arg<AnyStaticShapeMemRef, "", [MemRead]>:$input,
+                       Arg<AnyStaticShapeMemRef, "", [MemWrite]>:$output,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$dim);
+  let assemblyFormat = [{
+    $input `,` $output `on` $mesh `axes` `=` $axes `dim` `=` $dim attr-dict `:` type($input) `,` type($output)
+  }];
+}
+
+def Par_BufferReduceScatterOp : Par_BufferOp<"reduce_scatter"> {
+  let summary = "par.reduce_scatter on buffers";
+  let arguments = (ins Arg<AnyStaticShapeMemRef, "", [MemRead]>:$input,
+                       Arg<AnyStaticShapeMemRef, "", [MemWrite]>:$output,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$dim, Par_ReductionKindAttr:$kind);
+  let assemblyFormat = [{
+    $input `,` $output `on` $mesh `axes` `=` $axes `dim` `=` $dim `kind` `=` `` $kind attr-dict `:` type($input) `,` type($output)
+  }];
+}
+
+def Par_BufferAllToAllOp : Par_BufferOp<"all_to_all"> {
+  let summary = "par.all_to_all on buffers";
+  let arguments = (ins Arg<AnyStaticShapeMemRef, "", [MemRead]>:$input,
+                       Arg<AnyStaticShapeMemRef, "", [MemWrite]>:$output,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$split_dim, I64Attr:$concat_dim);
+  let assemblyFormat = [{
+    $input `,` $output `on` $mesh `axes` `=` $axes `split_dim` `=` $split_dim `concat_dim` `=` $concat_dim attr-dict `:` type($input) `,` type($output)
+  }];
+}
+
+def Par_BufferBroadcastOp : Par_BufferOp<"broadcast"> {
+  let summary = "par.broadcast on buffers";
+  let arguments = (ins Arg<AnyStaticShapeMemRef, "", [MemRead]>:$input,
+                       Arg<AnyStaticShapeMemRef, "", [MemWrite]>:$output,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       DenseI64ArrayAttr:$root);
+  let assemblyFormat = [{
+    $input `,` $output `on` $mesh `axes` `=` $axes `root` `=` $root attr-dict `:` type($input) `,` type($output)
+  }];
+}
+
+def Par_BufferAllSliceOp : Par_BufferOp<"all_slice"> {
+  let summary = "par.all_slice on buffers";
+  let arguments = (ins Arg<AnyStaticShapeMemRef, "", [MemRead]>:$input,
+                       Arg<AnyStaticShapeMemRef, "", [MemWrite]>:$output,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$dim);
+  let assemblyFormat = [{
+    $input `,` $output `on` $mesh `axes` `=` $axes `dim` `=` $dim attr-dict `:` type($input) `,` type($output)
+  }];
+}
+
+// The message leaves the device: an effect beyond reading the buffer, so
+// that a send is never dead code.
+def Par_BufferSendOp : Par_BufferOp<"send", [MemoryEffects<[MemWrite]>]> {
+  let summary = "par.send from a buffer";
+  let arguments = (ins Arg<AnyStaticShapeMemRef, "", [MemRead]>:$input,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       DenseI64ArrayAttr:$dest,
+                       DefaultValuedAttr<I64Attr, "0">:$tag);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `dest` `=` $dest attr-dict `:` type($input)
+  }];
+}
+
+def Par_BufferRecvOp : Par_BufferOp<"recv"> {
+  let summary = "par.recv into a buffer";
+  let arguments = (ins Arg<AnyStaticShapeMemRef, "", [MemWrite]>:$output,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       DenseI64ArrayAttr:$source,
+                       DefaultValuedAttr<I64Attr, "0">:$tag);
+  let assemblyFormat = [{
+    $output `on` $mesh `axes` `=` $axes `source` `=` $source attr-dict `:` type($output)
+  }];
+}
+
 #endif // PAR_DIALECT_PAR_IR_PAROPS_TD

@@ -1,0 +1,46 @@
+//===- InitAll.h - Everything par registers ---------------------*- C++ -*-===//
+//
+// What a tool over par's compiler (par-opt, par-compile) registers: par's
+// dialect with its external models (sharding rules on upstream ops,
+// bufferization of par's ops), every library's passes and the pipelines.
+// Header-only, like upstream's InitAllPasses.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_INITALL_H
+#define PAR_INITALL_H
+
+#include "par/Codegen/CPU/Passes.h"
+#include "par/Conversion/ParToRuntime/Passes.h"
+#include "par/Dialect/Par/Extensions/ShardingRuleModels.h"
+#include "par/Dialect/Par/IR/ParDialect.h"
+#include "par/Dialect/Par/Transforms/BufferizableOpInterfaceImpl.h"
+#include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Pipelines/Pipelines.h"
+#include "par/Pipelining/Passes.h"
+#include "par/Target/Manifest/Passes.h"
+#include "par/Training/Passes.h"
+
+namespace mlir::par {
+
+/// par's dialect and the external models it attaches to upstream ops.
+inline void registerAllParDialects(DialectRegistry &registry) {
+  registry.insert<ParDialect>();
+  registerShardingRuleModels(registry);
+  registerBufferizableOpInterfaceExternalModels(registry);
+}
+
+/// Every par pass and pipeline.
+inline void registerAllParPasses() {
+  registerParTransformsPasses();
+  registerParTrainingPasses();
+  registerParPipeliningPasses();
+  registerParToRuntimePasses();
+  registerParCodegenCPUPasses();
+  registerParTargetManifestPasses();
+  registerParPipelines();
+}
+
+} // namespace mlir::par
+
+#endif // PAR_INITALL_H

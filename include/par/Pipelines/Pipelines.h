@@ -1,0 +1,161 @@
+//===- Pipelines.h - par's pass pipelines -----------------------*- C++ -*-===//
+//
+// The one compiler pipeline, as a library (CIRCT's Firtool, IREE's
+// Pipelines.h): an options struct and phases, each built from typed pass
+// creation. par-compile and `par-opt --par-compile-pipeline` call the same
+// functions, so nothing about the order of passes lives in a script or a
+// README. The phases, in order:
+//
+//   pipeline split  stages > 0: forward stage functions, cut by cost
+//   train           optimizer != none: gradients (par-autodiff) and the
+//                   step (par-optimizer)
+//   schedule        stages > 0: every pipeline rank's actions
+//   spmd            propagation, partitioning, cleanup, verify (or, for
+//                   the reference, the shardings stripped)
+//   export          the manifest, when a path is given
+//   bufferize       one-shot bufferization, deallocation
+//   lower           runtime calls, loops, LLVM dialect, packed entries
+//
+// Room is left for the phases still to come (precision before train,
+// communication and compression after spmd): each is one more function
+// here and one more group of options below.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_PIPELINES_PIPELINES_H
+#define PAR_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::par {
+
+/// Options of `par-spmd`.
+struct SPMDPipelineOptions
+    : public PassPipelineOptions<SPMDPipelineOptions> {
+  Option<bool> report{*this, "report",
+                      llvm::cl::desc("Print the communication report"),
+                      llvm::cl::init(false)};
+};
+
+/// Options of the whole pipeline (`par-compile --options=...`,
+/// `par-opt --par-compile-pipeline=...`). One value per concept: the
+/// micro-batch count feeds both the optimizer and the schedule.
+struct CompileOptions : public PassPipelineOptions<CompileOptions> {
+  // Training.
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("none (the program is compiled as given), sgd, "
+                     "momentum or adamw: build the train step"),
+      llvm::cl::init("none")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
+                    llvm::cl::init(0.01)};
+  Option<double> momentum{*this, "momentum",
+                          llvm::cl::desc("Momentum coefficient"),
+                          llvm::cl::init(0.9)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> epsilon{*this, "eps", llvm::cl::desc("AdamW epsilon"),
+                         llvm::cl::init(1e-8)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("AdamW decoupled weight decay"),
+                             llvm::cl::init(0.01)};
+  Option<double> clipNorm{*this, "clip-norm",
+                          llvm::cl::desc("Clip gradients to this global "
+                                         "norm (0: off)"),
+                          llvm::cl::init(0.0)};
+  Option<std::string> lrSchedule{
+      *this, "lr-schedule",
+      llvm::cl::desc("Learning-rate schedule: constant or cosine"),
+      llvm::cl::init("constant")};
+  Option<int64_t> warmupSteps{*this, "warmup-steps",
+                              llvm::cl::desc("Linear warmup steps (cosine)"),
+                              llvm::cl::init(0)};
+  Option<int64_t> totalSteps{*this, "total-steps",
+                             llvm::cl::desc("Steps of the cosine decay"),
+                             llvm::cl::init(0)};
+  Option<int64_t> microBatches{
+      *this, "micro-batches",
+      llvm::cl::desc("Micro-batches per step (gradient accumulation, and "
+                     "the pipeline schedule's m)"),
+      llvm::cl::init(1)};
+  // Pipelining.
+  Option<int64_t> stages{*this, "stages",
+                         llvm::cl::desc("Pipeline stages (0: no pipeline)"),
+                         llvm::cl::init(0)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved, zbh1"),
+      llvm::cl::init("1f1b")};
+  Option<int64_t> virtualStages{
+      *this, "virtual",
+      llvm::cl::desc("Stages per pipeline rank (interleaved)"),
+      llvm::cl::init(1)};
+  Option<std::string> pipelineAxis{
+      *this, "pipeline-axis", llvm::cl::desc("The mesh axis of the stages"),
+      llvm::cl::init("pp")};
+  Option<bool> splitBackward{
+      *this, "split-backward",
+      llvm::cl::desc("Split each stage backward into input and weight "
+                     "halves (implied by schedule=zbh1)"),
+      llvm::cl::init(false)};
+  // Reports and outputs.
+  Option<bool> report{*this, "report",
+                      llvm::cl::desc("Print the stage split, the schedule "
+                                     "diagram and the communication report"),
+                      llvm::cl::init(false)};
+  Option<std::string> manifest{
+      *this, "manifest",
+      llvm::cl::desc("Write the manifest (JSON) to this file before "
+                     "bufferizing"),
+      llvm::cl::init("")};
+  Option<bool> reference{
+      *this, "reference",
+      llvm::cl::desc("Build the unsharded reference: shardings stripped "
+                     "instead of partitioned"),
+      llvm::cl::init(false)};
+};
+
+/// What differs between the two programs of an artifact (the sharded one
+/// and its unsharded reference): the back half's options.
+struct BackendOptions {
+  bool reference = false;   // strip shardings instead of partitioning
+  std::string manifest;     // manifest path ("" = none)
+  bool report = false;      // communication report
+};
+
+/// The back half's options as `options` states them.
+BackendOptions getBackendOptions(const CompileOptions &options);
+
+/// Propagation, partitioning, cleanup and the stage's verify pass.
+void buildSPMDPipeline(OpPassManager &pm, const SPMDPipelineOptions &options);
+
+/// The phases, each usable alone.
+void buildPipelineSplitPhase(OpPassManager &pm, const CompileOptions &options);
+void buildTrainPhase(OpPassManager &pm, const CompileOptions &options);
+void buildSchedulePhase(OpPassManager &pm, const CompileOptions &options);
+void buildSPMDPhase(OpPassManager &pm, const BackendOptions &options);
+void buildExportPhase(OpPassManager &pm, const BackendOptions &options);
+void buildBufferizePhase(OpPassManager &pm);
+void buildLowerCPUPhase(OpPassManager &pm);
+
+/// The front half (split, train, schedule): what the sharded program and
+/// its reference share.
+void buildFrontendPipeline(OpPassManager &pm, const CompileOptions &options);
+/// The back half (spmd or strip, export, bufferize, lower).
+void buildBackendPipeline(OpPassManager &pm, const BackendOptions &options);
+/// Everything: a model in, the LLVM dialect out (par-compile-pipeline).
+void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options);
+
+/// Bufferization and lowering of a partitioned program to the LLVM dialect
+/// for the CPU (buildBufferizePhase + buildLowerCPUPhase).
+void buildLowerCPUPipeline(OpPassManager &pm);
+
+/// Registers `par-spmd`, `par-lower-cpu` and `par-compile-pipeline`.
+void registerParPipelines();
+
+} // namespace mlir::par
+
+#endif // PAR_PIPELINES_PIPELINES_H

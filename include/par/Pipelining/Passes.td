@@ -1,0 +1,99 @@
+//===- Passes.td - Pipelining passes ------------------------------*- tablegen -*-===//
+
+#ifndef PAR_PIPELINING_PASSES_TD
+#define PAR_PIPELINING_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def PipelineSplit : Pass<"par-pipeline-split", "ModuleOp"> {
+  let summary = "Splits a forward + loss into pipeline stages balanced by cost";
+  let description = [{
+    Cuts the function with `par.param` arguments (or `func=NAME`) into
+    `stages` consecutive stages. A cut may only fall where exactly one
+    floating-point tensor computed so far is still needed later (the
+    activation that travels between stages); constants, `tensor.empty` and
+    fills of them are recreated wherever they are used. Among those points,
+    the cuts minimise the largest stage cost (dynamic programming), the cost
+    of an op being its FLOPs (iteration space x body ops; 2 per
+    multiply-accumulate) plus 4 x the bytes it reads and writes
+    (docs/RationalePipeline.md). An op with `par.stage = k` stays in stage
+    k; everything else is placed by cost.
+
+    For each stage k it adds `@f_s<k>_fwd(args..., [x]) -> y` (the stage's
+    forward; the last stage returns the loss) and the differentiable
+    `@f_s<k>(args..., x, dy) -> scalar` (x marked par.param; the loss for the
+    last stage, `sum(y * dy)` otherwise), whose gradient (par-autodiff) is
+    the stage's backward: parameter gradients and the input's gradient `dx`
+    for the stage before. `args` are the split function's arguments the
+    stage uses, in order (`par.stage_args` maps them back); parameters and
+    their state thus live on their stage only. The activation takes the
+    sharding propagation gives it in the whole function, so both sides of a
+    transfer agree. The module gets `par.pipeline = {func, stages}`.
+
+    With `split-backward=true` it also adds `@f_s<k>_bi` (k > 0) and
+    `@f_s<k>_bw`, the same scalar with only the input, or only the
+    parameters, marked: their gradients are the two halves of the backward
+    that ZB-H1 schedules apart (`par.stage_part = "input"`/`"weight"`).
+
+    With `report=true` it prints each stage's op count, cost, parameter
+    bytes and the imbalance (largest cost over mean).
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Number of pipeline stages (pp axis size x virtual stages)">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "The function to split (default: the one with par.param "
+           "arguments)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print each stage's cost and the imbalance">,
+    Option<"splitBackward", "split-backward", "bool", /*default=*/"false",
+           "Also make `_bi` (input gradient only) and `_bw` (weight "
+           "gradient only) stage functions, for ZB-H1">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
+  let summary = "Puts each pipeline rank's ordered actions into the IR";
+  let description = [{
+    For a module par-pipeline-split made, derives from one global timetable
+    (lib/Pipeline, docs/RationalePipeline.md) every pipeline rank's ordered
+    list of actions for `schedule` (gpipe, 1f1b, interleaved with
+    `virtual` > 1 stages per rank, zbh1 after
+    `par-pipeline-split=split-backward=true`) and `micro-batches` m: forward and
+    backward of (micro-batch, stage) and the sends and receives of
+    activations and their gradients between ranks of the mesh axis `axis`
+    (the stage count must be its size x virtual). The programs are proved
+    deadlock-free under blocking send/recv before they are stored in the
+    module's `par.pipeline` dictionary (`programs`: one string per rank).
+    With `diagram=true` it prints the schedule's timeline (unit costs).
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved or zbh1">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Micro-batches per step">,
+    Option<"virtualStages", "virtual", "int64_t", /*default=*/"1",
+           "Stages per rank (interleaved)">,
+    Option<"axis", "axis", "std::string", /*default=*/"\"pp\"",
+           "The pipeline mesh axis">,
+    Option<"diagram", "diagram", "bool", /*default=*/"false",
+           "Print the schedule's timeline">
+  ];
+}
+
+def VerifyPipeline : Pass<"par-verify-pipeline", "ModuleOp"> {
+  let summary = "Proves the stored pipeline programs free of deadlock";
+  let description = [{
+    Re-parses the per-rank programs in the module's `par.pipeline` (for
+    example after a hand edit) and simulates them under blocking
+    send/recv: every forward and backward present once, every send meeting
+    the matching receive in order. A program that would hang is an error
+    naming the two ranks and the actions they are blocked in.
+  }];
+}
+
+#endif // PAR_PIPELINING_PASSES_TD

@@ -1,0 +1,121 @@
+//===- Passes.td - Training passes --------------------------------*- tablegen -*-===//
+
+#ifndef PAR_TRAINING_PASSES_TD
+#define PAR_TRAINING_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def Autodiff : Pass<"par-autodiff", "ModuleOp"> {
+  let summary = "Reverse-mode differentiation of a forward + loss function";
+  let description = [{
+    For every function with arguments marked `par.param`, adds
+    `<name>_grad` with the same arguments returning the loss followed by the
+    gradient of the loss with respect to each parameter (in argument order).
+    The function must return one scalar loss (`tensor<f32>`, `tensor<f64>`,
+    ...). Runs on the unsharded program, before sharding (as JAX does): the
+    backward is then sharded by the same propagation, and data-parallel
+    gradient reductions appear without special cases.
+
+    Named linalg ops and elementwise tensor ops are first expressed as
+    `linalg.generic`. The adjoint of a generic, for each input, is one
+    generic over the same loops that recomputes the body, takes its
+    forward-mode derivative with respect to that input's block argument
+    (chain rule over add, sub, mul, div, neg, exp, log, tanh, erf, sqrt,
+    rsqrt, max/min, select, casts) and accumulates `dy * d(body)/d(input)`
+    into the input's gradient, reducing over the loops the input does not
+    index (broadcasts). Reshapes, slices, inserts and concatenations get
+    their structural adjoints; softmax its closed form. An op it cannot
+    differentiate is an error naming it.
+
+    ```mlir
+    func.func @loss(%x: tensor<8x4xf32>, %w: tensor<4x2xf32> {par.param}) -> tensor<f32>
+    // => func.func @loss_grad(%x, %w) -> (tensor<f32>, tensor<4x2xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
+  let summary = "Builds a train step: gradient plus optimizer update";
+  let description = [{
+    For every function `f` with `par.param` arguments and a gradient
+    function `f_grad` (from par-autodiff), adds `f_step`: it calls `f_grad`
+    and applies the update to every parameter, returning the loss, the new
+    parameters and the new optimizer state. Optimizer state is program
+    state: extra arguments after f's, one tensor of each kind per parameter,
+    so that propagation shards it exactly like its parameter.
+
+    - `sgd`: `p - lr * g`. No state.
+    - `momentum` (PyTorch's SGD with momentum, no dampening):
+      `b = mu * b + g; p = p - lr * b`. State: `b` per parameter.
+    - `adamw` (PyTorch's AdamW): `m = b1 m + (1-b1) g`,
+      `v = b2 v + (1-b2) g^2`, `p = p - lr * wd * p - lr * m_hat /
+      (sqrt(v_hat) + eps)` with bias corrections `1 - b^t`. State: `m`, `v`
+      per parameter, then the step number `t` (a scalar tensor, 1 for the
+      first step; the step returns t + 1).
+
+    With `schedule=cosine` the learning rate of step t (1-based) is
+    `lr * t / W` for t <= W (warmup-steps) and then
+    `lr * 0.5 * (1 + cos(pi * min(1, (t - W) / (T - W))))` (T = total-steps);
+    the step number t is then an argument (and result) for every optimizer.
+
+    With `clip-norm=c > 0` every gradient is first scaled by
+    `min(1, c / (norm + 1e-6))`, `norm` being the L2 norm of all gradients
+    together (PyTorch's clip_grad_norm_). Each squared sum is a reduction
+    over its gradient's dims, so with sharded gradients partitioning adds the
+    all_reduces that make the norm global.
+
+    With `micro-batches=m > 1` the step accumulates gradients (Megatron's
+    and DeepSpeed's gradient accumulation): `f` is the program of one
+    micro-batch, and the step takes m of them, every non-parameter argument
+    (the data) having an m-fold dim 0. `f_grad` is called once per
+    micro-batch and the losses and gradients are averaged before the update,
+    so for a loss that is a mean over the batch the step equals one step on
+    the whole batch. Micro-batch k takes the rows `i * m + k`: the split is
+    an `expand_shape` to `[B, m, ...]` and a slice of the unsharded `m` dim,
+    so a batch dim sharded over `dp` stays sharded, without communication.
+    The step carries `par.micro_batches = m`. (Each micro-batch's gradients
+    are reduced over `dp` inside its `f_grad` call: m all_reduces per
+    gradient where DDP's no_sync does one.)
+
+    ```mlir
+    func.func @loss_step(%x, %w {par.param}, ..., %m_w, %v_w, %t) -> (loss, w', m_w', v_w', t')
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, momentum or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "Momentum (momentum optimizer)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"epsilon", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.01",
+           "AdamW decoupled weight decay">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0",
+           "Clip gradients by their global L2 norm (0: no clipping)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"constant\"",
+           "Learning-rate schedule: constant or cosine (linear warmup, then "
+           "cosine decay to 0 at total-steps)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Warmup steps of the cosine schedule">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
+           "Steps of the cosine schedule (must exceed warmup-steps)">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Gradient accumulation: the step takes this many micro-batches "
+           "(data arguments stacked along dim 0) and averages their "
+           "gradients">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+#endif // PAR_TRAINING_PASSES_TD

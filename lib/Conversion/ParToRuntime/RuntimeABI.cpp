@@ -1,0 +1,89 @@
+//===- RuntimeABI.cpp - How compiled code calls the par runtime -----------===//
+//
+// See RuntimeABI.h. The codes here are the runtime's kernel ABI
+// (include/par/Runtime/par_runtime.h): dtype codes, axes codes (one byte per
+// listed mesh axis, index + 1), coordinate codes (16 bits per axis).
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Conversion/ParToRuntime/RuntimeABI.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+using namespace mlir::par;
+
+//===----------------------------------------------------------------------===//
+// ABI helpers
+//===----------------------------------------------------------------------===//
+
+FailureOr<int32_t> mlir::par::getRuntimeDType(Type t) {
+  if (t.isF32())
+    return 0;
+  if (t.isF64())
+    return 1;
+  if (t.isF16())
+    return 2;
+  if (t.isBF16())
+    return 3;
+  if (t.isInteger(32))
+    return 4;
+  if (t.isInteger(64))
+    return 5;
+  if (t.isInteger(8))
+    return 6;
+  if (t.isInteger(1))
+    return 7;
+  return failure();
+}
+
+FailureOr<int64_t> mlir::par::getAxesCode(MeshOp mesh, ArrayAttr axes) {
+  if (axes.size() > 8)
+    return failure();
+  int64_t code = 0;
+  for (auto [k, a] : llvm::enumerate(axes.getAsRange<StringAttr>())) {
+    int64_t idx = mesh.getAxisIndex(a.getValue());
+    if (idx < 0 || idx > 254)
+      return failure();
+    code |= (idx + 1) << (8 * k);
+  }
+  return code;
+}
+
+int64_t mlir::par::getCoordsCode(ArrayRef<int64_t> coords) {
+  int64_t code = 0;
+  for (auto [k, c] : llvm::enumerate(coords))
+    code |= (c & 0xffff) << (16 * k);
+  return code;
+}
+
+int64_t mlir::par::getGroupIndex(MeshOp mesh, ArrayAttr axes,
+                                 ArrayRef<int64_t> coords) {
+  int64_t index = 0;
+  for (auto [a, c] : llvm::zip(axes.getAsRange<StringAttr>(), coords))
+    index = index * mesh.getAxisSize(a.getValue()) + c;
+  return index;
+}
+
+void mlir::par::emitRuntimeCall(OpBuilder &b, Location loc, Operation *from,
+                                StringRef name, ValueRange args) {
+  auto module = from->getParentOfType<ModuleOp>();
+  auto fn = module.lookupSymbol<func::FuncOp>(name);
+  if (!fn) {
+    // Through `b`, so that a rewriter driving `b` sees the declaration.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    fn = func::FuncOp::create(
+        b, loc, name, b.getFunctionType(TypeRange(args), TypeRange()));
+    fn.setPrivate();
+  }
+  func::CallOp::create(b, loc, fn, args);
+}
+
+Value mlir::par::emitBufferAddress(OpBuilder &b, Location loc, Value memref) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+}

@@ -1,0 +1,224 @@
+//===- Pipelines.cpp - par's pass pipelines -------------------------------===//
+//
+// See Pipelines.h. Every step is a typed pass creation with the reason it
+// sits where it does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Pipelines/Pipelines.h"
+#include "par/Codegen/CPU/Passes.h"
+#include "par/Conversion/ParToRuntime/Passes.h"
+#include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Pipelining/Passes.h"
+#include "par/Target/Manifest/Passes.h"
+#include "par/Training/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::par;
+
+void mlir::par::buildSPMDPipeline(OpPassManager &pm,
+                                  const SPMDPipelineOptions &options) {
+  // Cheap shared tensors (empty, fill, splat) get one copy per use, so that
+  // one shared init does not force one sharding on all its users.
+  pm.addPass(createSplitConstants());
+  // Propagation needs the whole unsharded program to see every annotation
+  // and every op's rule.
+  pm.addPass(createShardingPropagation());
+  // Partitioning reads propagation's shardings and makes types local.
+  pm.addPass(createPartition());
+  // Cleanup: fold what partitioning left (e.g. casts, duplicate constants).
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // The stage's contract.
+  pm.addPass(createVerifySPMD());
+  if (options.report)
+    pm.addPass(createCommReport());
+}
+
+void mlir::par::buildPipelineSplitPhase(OpPassManager &pm,
+                                        const CompileOptions &options) {
+  if (options.stages <= 0)
+    return;
+  // Before autodiff: the stage functions are forwards, each differentiated
+  // on its own, so every stage's backward lives with its forward.
+  PipelineSplitOptions split;
+  split.stages = options.stages;
+  split.report = options.report;
+  split.splitBackward = options.splitBackward || options.schedule == "zbh1";
+  pm.addPass(createPipelineSplit(split));
+}
+
+void mlir::par::buildTrainPhase(OpPassManager &pm,
+                                const CompileOptions &options) {
+  if (options.optimizer == "none")
+    return;
+  // Reverse mode on the unsharded program: the backward is sharded later
+  // by the same propagation as the forward.
+  pm.addPass(createAutodiff());
+  OptimizerOptions opt;
+  opt.optimizer = options.optimizer;
+  opt.lr = options.lr;
+  opt.momentum = options.momentum;
+  opt.beta1 = options.beta1;
+  opt.beta2 = options.beta2;
+  opt.epsilon = options.epsilon;
+  opt.weightDecay = options.weightDecay;
+  opt.clipNorm = options.clipNorm;
+  opt.schedule = options.lrSchedule;
+  opt.warmupSteps = options.warmupSteps;
+  opt.totalSteps = options.totalSteps;
+  opt.microBatches = options.microBatches;
+  pm.addPass(createOptimizer(opt));
+}
+
+void mlir::par::buildSchedulePhase(OpPassManager &pm,
+                                   const CompileOptions &options) {
+  if (options.stages <= 0)
+    return;
+  // After the optimizer: the schedule orders the stage functions' forwards,
+  // backwards and updates, with the step's micro-batch count.
+  PipelineScheduleOptions sched;
+  sched.schedule = options.schedule;
+  sched.microBatches = options.microBatches;
+  sched.virtualStages = options.virtualStages;
+  sched.axis = options.pipelineAxis;
+  sched.diagram = options.report;
+  pm.addPass(createPipelineSchedule(sched));
+}
+
+BackendOptions mlir::par::getBackendOptions(const CompileOptions &options) {
+  BackendOptions b;
+  b.reference = options.reference;
+  b.manifest = options.manifest;
+  b.report = options.report;
+  return b;
+}
+
+void mlir::par::buildSPMDPhase(OpPassManager &pm,
+                               const BackendOptions &options) {
+  if (!options.reference) {
+    SPMDPipelineOptions spmd;
+    spmd.report = options.report;
+    buildSPMDPipeline(pm, spmd);
+    return;
+  }
+  // The unsharded reference: the same program on one device, annotations
+  // dropped; split constants and cleanup as the sharded path has them.
+  pm.addPass(createStripShardings());
+  pm.addPass(createSplitConstants());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::par::buildExportPhase(OpPassManager &pm,
+                                 const BackendOptions &options) {
+  if (options.manifest.empty())
+    return;
+  // On tensors, before bufferization: the manifest reads every argument's
+  // global type, local type and sharding.
+  ExportManifestOptions exp;
+  exp.outputFile = options.manifest;
+  pm.addPass(createExportManifest(exp));
+}
+
+void mlir::par::buildBufferizePhase(OpPassManager &pm) {
+  // Entry points get C interfaces first (func-to-LLVM reads the attribute).
+  pm.addPass(createMarkEntryPoints());
+  // Aggregated linalg ops (softmax) become generics the later steps handle.
+  pm.addPass(createDecomposeAggregatedOps());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  // Elementwise chains become one generic each: one loop nest, no
+  // temporaries between them.
+  pm.addPass(createFuseElementwise());
+  // Collectives bufferize through their models (to their buffer forms);
+  // function boundaries get contiguous memrefs, which the runtime's
+  // pointer-based ABI and the packed entry points rely on.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.allowReturnAllocsFromLoops = true;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Every temporary is freed; returned buffers belong to the caller.
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
+void mlir::par::buildLowerCPUPhase(OpPassManager &pm) {
+  // Buffer collectives become runtime kernel calls; matmuls take the BLAS
+  // path before the remaining linalg becomes loops.
+  pm.addPass(createCollectivesToRuntime());
+  pm.addPass(createMatmulToRuntime());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // tanh (GELU) as exp-based arithmetic: the math conversions below would
+  // call libm's tanhf per element; the other math ops keep LLVM intrinsics.
+  math::MathExpandOpsPassOptions expand;
+  expand.opMnemonics = {"tanh"};
+  pm.addNestedPass<func::FuncOp>(math::createMathExpandOpsPass(expand));
+  // The standard conversions to the LLVM dialect.
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  // One packed wrapper per entry point: what the session API calls.
+  pm.addPass(createEmitPackedEntry());
+}
+
+void mlir::par::buildLowerCPUPipeline(OpPassManager &pm) {
+  buildBufferizePhase(pm);
+  buildLowerCPUPhase(pm);
+}
+
+void mlir::par::buildFrontendPipeline(OpPassManager &pm,
+                                      const CompileOptions &options) {
+  buildPipelineSplitPhase(pm, options);
+  buildTrainPhase(pm, options);
+  buildSchedulePhase(pm, options);
+}
+
+void mlir::par::buildBackendPipeline(OpPassManager &pm,
+                                     const BackendOptions &options) {
+  buildSPMDPhase(pm, options);
+  buildExportPhase(pm, options);
+  buildLowerCPUPipeline(pm);
+}
+
+void mlir::par::buildCompilePipeline(OpPassManager &pm,
+                                     const CompileOptions &options) {
+  buildFrontendPipeline(pm, options);
+  buildBackendPipeline(pm, getBackendOptions(options));
+}
+
+void mlir::par::registerParPipelines() {
+  PassPipelineRegistration<SPMDPipelineOptions>(
+      "par-spmd",
+      "Sharding propagation, SPMD partitioning, cleanup and verification",
+      buildSPMDPipeline);
+  PassPipelineRegistration<>(
+      "par-lower-cpu",
+      "Bufferize a partitioned program and lower it to the LLVM dialect, "
+      "collectives and matmuls as par runtime calls",
+      buildLowerCPUPipeline);
+  PassPipelineRegistration<CompileOptions>(
+      "par-compile-pipeline",
+      "What par-compile runs: pipeline split, train step, schedule, SPMD "
+      "partitioning (or the unsharded reference), manifest, bufferization "
+      "and lowering to the LLVM dialect",
+      buildCompilePipeline);
+}

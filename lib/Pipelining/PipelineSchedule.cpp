@@ -1,0 +1,153 @@
+//===- PipelineSchedule.cpp - par-pipeline-schedule -----------------------===//
+//
+// One global timetable (lib/Pipeline) gives every pipeline rank its ordered
+// actions: forwards and backwards of (micro-batch, stage) and the transfers
+// between ranks, in one global event order, which is what makes them
+// deadlock-free under blocking send/recv. They are verified and stored in
+// the module, where par-verify-pipeline re-checks them and the manifest
+// hands them to par-run, which executes them as they are.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Pipelining/Passes.h"
+#include "par/Pipelining/PipelinePrograms.h"
+
+#define DEBUG_TYPE "par-pipeline-schedule"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_PIPELINESCHEDULE
+#include "par/Pipelining/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+namespace pl = ::par::pipeline;
+
+namespace {
+
+struct PipelineSchedulePass
+    : public mlir::par::impl::PipelineScheduleBase<PipelineSchedulePass> {
+  using PipelineScheduleBase::PipelineScheduleBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto dict = module->getAttrOfType<DictionaryAttr>(
+        ParDialect::kPipelineAttrName);
+    auto stagesAttr = dict ? dict.getAs<IntegerAttr>("stages") : IntegerAttr();
+    auto funcAttr = dict ? dict.getAs<StringAttr>("func") : StringAttr();
+    if (!stagesAttr || !funcAttr) {
+      module.emitError("par-pipeline-schedule: the module has no pipeline "
+                       "stages (run par-pipeline-split first)");
+      return signalPassFailure();
+    }
+    int64_t S = stagesAttr.getInt();
+    // The pipeline axis and its size.
+    int64_t p = -1;
+    for (auto mesh : module.getOps<MeshOp>())
+      for (auto [name, size] :
+           llvm::zip(mesh.getAxisNames().getAsRange<StringAttr>(),
+                     mesh.getAxisSizes()))
+        if (name.getValue() == axis)
+          p = size;
+    if (p < 1) {
+      module.emitError() << "par-pipeline-schedule: no mesh has an axis named '"
+                         << axis << "'";
+      return signalPassFailure();
+    }
+    pl::ScheduleConfig config;
+    if (!pl::parseScheduleKind(schedule, config.kind)) {
+      module.emitError() << "par-pipeline-schedule: unknown schedule '"
+                         << schedule
+                         << "' (expected gpipe, 1f1b, interleaved or zbh1)";
+      return signalPassFailure();
+    }
+    if (config.kind == pl::ScheduleKind::ZBH1 &&
+        !module.lookupSymbol((funcAttr.getValue() + "_s0_bw").str())) {
+      module.emitError() << "par-pipeline-schedule: zbh1 runs the input and "
+                            "weight halves of each backward apart: split with "
+                            "par-pipeline-split=split-backward=true";
+      return signalPassFailure();
+    }
+    if (microBatches < 1 || virtualStages < 1) {
+      module.emitError() << "par-pipeline-schedule: micro-batches and virtual "
+                            "must be >= 1";
+      return signalPassFailure();
+    }
+    if (S != p * virtualStages) {
+      module.emitError() << "par-pipeline-schedule: " << S
+                         << " stages cannot be placed on the '" << axis
+                         << "' axis of size " << p << " with " 
+                         << static_cast<int64_t>(virtualStages)
+                         << " stage(s) per rank (stages must be "
+                         << p * virtualStages << ")";
+      return signalPassFailure();
+    }
+    // The train step (par-optimizer) must accumulate as many micro-batches:
+    // it is the unpipelined reference of the same computation.
+    if (auto step = module.lookupSymbol<func::FuncOp>(
+            (funcAttr.getValue() + "_step").str()))
+      if (auto m = step->getAttrOfType<IntegerAttr>(
+              ParDialect::kMicroBatchesAttrName);
+          m ? m.getInt() != microBatches : microBatches != 1) {
+        step.emitOpError()
+            << "accumulates " << (m ? m.getInt() : 1)
+            << " micro-batch(es) but the pipeline schedule has "
+            << static_cast<int64_t>(microBatches)
+            << " (give par-optimizer micro-batches="
+            << static_cast<int64_t>(microBatches) << ")";
+        return signalPassFailure();
+      }
+    config.shape.p = p;
+    config.shape.m = microBatches;
+    config.shape.v = virtualStages;
+    std::string error = pl::validateConfig(config);
+    pl::Timetable timetable;
+    if (error.empty())
+      pl::buildTimetable(config, timetable, error);
+    if (!error.empty()) {
+      module.emitError() << "par-pipeline-schedule: " << error;
+      return signalPassFailure();
+    }
+    pl::Programs programs = pl::derivePrograms(timetable);
+    std::vector<std::string> errors =
+        verifyPipelinePrograms(config.shape, programs);
+    if (!errors.empty()) {
+      module.emitError() << "par-pipeline-schedule: the derived programs do "
+                            "not verify: "
+                         << errors.front();
+      return signalPassFailure();
+    }
+    Builder b(module.getContext());
+    SmallVector<Attribute> perRank;
+    for (const auto &prog : programs) {
+      std::string line;
+      for (const pl::Action &a : prog)
+        line += (line.empty() ? "" : " ") + pl::formatAction(a);
+      perRank.push_back(b.getStringAttr(line));
+    }
+    NamedAttrList entries(dict);
+    entries.set("schedule", b.getStringAttr(schedule));
+    entries.set("axis", b.getStringAttr(axis));
+    entries.set("p", b.getI64IntegerAttr(p));
+    entries.set("m", b.getI64IntegerAttr(microBatches));
+    entries.set("v", b.getI64IntegerAttr(virtualStages));
+    entries.set("backward", b.getStringAttr(config.shape.splitBackward
+                                                 ? "split"
+                                                 : "full"));
+    entries.set("programs", b.getArrayAttr(perRank));
+    module->setAttr(ParDialect::kPipelineAttrName,
+                    entries.getDictionary(module.getContext()));
+    if (diagram) {
+      pl::Metrics metrics = pl::computeMetrics(timetable);
+      llvm::outs() << "par-pipeline-schedule: " << schedule << " p=" << p
+                   << " m=" << static_cast<int64_t>(microBatches)
+                   << " v=" << static_cast<int64_t>(virtualStages)
+                   << " (unit costs: F=1, B=2)\n"
+                   << pl::renderDiagram(timetable) << "  bubble fraction "
+                   << pl::formatNumber(metrics.bubbleFraction)
+                   << ", peak activations on rank 0: "
+                   << metrics.peakActivations[0] << "\n";
+    }
+  }
+};
+} // namespace

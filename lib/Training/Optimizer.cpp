@@ -1,0 +1,582 @@
+//===- Optimizer.cpp - par-optimizer --------------------------------------===//
+//
+// A train step is a plain function: call the gradient, update each
+// parameter with one elementwise generic (parameter, gradient and state in,
+// new parameter and state out). Being elementwise over the parameter's
+// shape, the update is sharded exactly like the parameter, and so is the
+// state it carries.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Training/Passes.h"
+
+#include <cmath>
+
+#define DEBUG_TYPE "par-optimizer"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_OPTIMIZER
+#include "par/Training/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+
+struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
+  using OptimizerBase::OptimizerBase;
+
+  void runOnOperation() override {
+    if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adamw") {
+      getOperation().emitError() << "unknown optimizer '" << optimizer
+                                 << "' (expected sgd, momentum or adamw)";
+      return signalPassFailure();
+    }
+    if (schedule != "constant" && schedule != "cosine") {
+      getOperation().emitError() << "unknown schedule '" << schedule
+                                 << "' (expected constant or cosine)";
+      return signalPassFailure();
+    }
+    if (schedule == "cosine" && (warmupSteps < 0 || totalSteps <= warmupSteps)) {
+      getOperation().emitError()
+          << "the cosine schedule needs total-steps > warmup-steps >= 0 (got "
+          << static_cast<int64_t>(totalSteps) << " and "
+          << static_cast<int64_t>(warmupSteps) << ")";
+      return signalPassFailure();
+    }
+    if (microBatches < 1) {
+      getOperation().emitError() << "micro-batches must be >= 1 (got "
+                                 << static_cast<int64_t>(microBatches) << ")";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> todo;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        if (fn.getArgAttr(i, ParDialect::kParamAttrName)) {
+          todo.push_back(fn);
+          break;
+        }
+    for (func::FuncOp fn : todo) {
+      // Half backwards of a stage (ZB-H1) share the stage's update.
+      if (fn->hasAttr(ParDialect::kStagePartAttrName))
+        continue;
+      if (failed(fn->hasAttr(ParDialect::kStageAttrName) ? buildUpdate(fn)
+                                                          : buildStep(fn)))
+        return signalPassFailure();
+    }
+  }
+
+  /// `fn(a)` or `fn(a, b)` applied elementwise (a generic over a's shape).
+  static Value
+  elementwise(OpBuilder &b, Location loc, Value lhs, Value rhs,
+              function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
+    auto type = cast<RankedTensorType>(lhs.getType());
+    int64_t r = type.getRank();
+    SmallVector<Value> ins{lhs};
+    if (rhs)
+      ins.push_back(rhs);
+    SmallVector<AffineMap> maps(ins.size() + 1, b.getMultiDimIdentityMap(r));
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{type}, ins,
+               ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
+                                                  type.getElementType())},
+               maps,
+               SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 linalg::YieldOp::create(nb, l,
+                                         ValueRange{fn(nb, l, a.drop_back())});
+               })
+        .getResult(0);
+  }
+
+  /// Scales every value (a sum over the micro-batches) by 1 / micro-batches.
+  void averageOverMicroBatches(OpBuilder &b, Location loc,
+                               MutableArrayRef<Value> values) {
+    double inv = 1.0 / static_cast<double>(microBatches);
+    for (Value &v : values)
+      v = elementwise(b, loc, v, Value(),
+                      [&](OpBuilder &nb, Location l, ValueRange a) {
+                        Type et = a[0].getType();
+                        return arith::MulFOp::create(
+                            nb, l, a[0],
+                            arith::ConstantOp::create(
+                                nb, l, et, nb.getFloatAttr(et, inv)));
+                      });
+  }
+
+  /// The operands of each micro-batch's gradient call: parameters as they
+  /// are, every other argument `[m*B, ...]` viewed as `[B, m, ...]` and
+  /// sliced at k on the m dim (rows i*m + k). The major `B` dim inherits the
+  /// batch's sharding and the sliced dim is never split: no communication.
+  SmallVector<SmallVector<Value>> splitMicroBatches(OpBuilder &b,
+                                                    func::FuncOp fn,
+                                                    ValueRange args) {
+    int64_t m = microBatches;
+    Location loc = fn.getLoc();
+    SmallVector<SmallVector<Value>> out(m, SmallVector<Value>(args));
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+        continue;
+      auto type = cast<RankedTensorType>(arg.getType());
+      auto microType = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      SmallVector<int64_t> wide{microType.getDimSize(0), m};
+      llvm::append_range(wide, type.getShape().drop_front());
+      SmallVector<ReassociationIndices> groups{{0, 1}};
+      for (int64_t d = 1; d < type.getRank(); ++d)
+        groups.push_back({d + 1});
+      auto wideType = RankedTensorType::get(wide, type.getElementType());
+      Value view =
+          tensor::ExpandShapeOp::create(b, loc, wideType, arg, groups);
+      SmallVector<int64_t> sizes(wide);
+      sizes[1] = 1;
+      for (int64_t k = 0; k < m; ++k) {
+        SmallVector<int64_t> offsets(wide.size(), 0);
+        offsets[1] = k;
+        out[k][i] = tensor::ExtractSliceOp::create(
+            b, loc, microType, view, ValueRange{}, ValueRange{}, ValueRange{},
+            b.getDenseI64ArrayAttr(offsets), b.getDenseI64ArrayAttr(sizes),
+            b.getDenseI64ArrayAttr(SmallVector<int64_t>(wide.size(), 1)));
+      }
+    }
+    return out;
+  }
+
+  unsigned stateKinds() {
+    return optimizer == "sgd" ? 0 : optimizer == "momentum" ? 1 : 2;
+  }
+
+  /// The update of every parameter from its gradient, state (kind-major:
+  /// state[k * #params + j]) and the step number `t` (null when unused):
+  /// appends the new parameters, then the new state grouped by kind, then
+  /// t + 1 when there is a step number.
+  void emitUpdates(OpBuilder &b, Location loc, ArrayRef<Value> params,
+                   ArrayRef<Value> grads, ArrayRef<Value> state, Value t,
+                   SmallVector<Value> &results) {
+    MLIRContext *ctx = b.getContext();
+    unsigned statePerParam = stateKinds();
+    bool hasStep = t != nullptr;
+    bool cosine = schedule == "cosine";
+    SmallVector<Value> newState;
+    for (auto [j, param] : llvm::enumerate(params)) {
+      Value g = grads[j];
+      auto type = cast<RankedTensorType>(param.getType());
+      Type elt = type.getElementType();
+      auto cst = [&](OpBuilder &nb, Location l, double v) -> Value {
+        return arith::ConstantOp::create(nb, l, elt, nb.getFloatAttr(elt, v));
+      };
+      int64_t rank = type.getRank();
+      AffineMap id = b.getMultiDimIdentityMap(rank);
+      AffineMap scalar = AffineMap::get(rank, 0, {}, ctx);
+      SmallVector<utils::IteratorType> iters(rank,
+                                             utils::IteratorType::parallel);
+      SmallVector<Value> ins{param, g};
+      SmallVector<AffineMap> maps{id, id};
+      for (unsigned k = 0; k < statePerParam; ++k) {
+        ins.push_back(state[k * params.size() + j]);
+        maps.push_back(id);
+      }
+      int64_t tIndex = ins.size();
+      if (hasStep) {
+        ins.push_back(t);
+        maps.push_back(scalar);
+      }
+      SmallVector<Value> outs;
+      for (unsigned k = 0; k < 1 + statePerParam; ++k) {
+        outs.push_back(tensor::EmptyOp::create(b, loc, type.getShape(), elt));
+        maps.push_back(id);
+      }
+      auto update = linalg::GenericOp::create(
+          b, loc, TypeRange(SmallVector<Type>(outs.size(), type)), ins, outs,
+          maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value pv = a[0], gv = a[1];
+            Value lr = cst(nb, l, this->lr);
+            if (cosine) {
+              // lr * (t <= W ? t / W : 0.5 (1 + cos(pi min(1, (t-W)/(T-W)))))
+              Value tv = a[tIndex];
+              double W = warmupSteps, T = totalSteps;
+              Value warm = W > 0 ? arith::DivFOp::create(nb, l, tv, cst(nb, l, W))
+                                       .getResult()
+                                 : cst(nb, l, 1.0);
+              Value prog = arith::DivFOp::create(
+                  nb, l, arith::SubFOp::create(nb, l, tv, cst(nb, l, W)),
+                  cst(nb, l, T - W));
+              prog = arith::MinimumFOp::create(
+                  nb, l, arith::MaximumFOp::create(nb, l, prog, cst(nb, l, 0.0)),
+                  cst(nb, l, 1.0));
+              Value cosv = math::CosOp::create(
+                  nb, l, arith::MulFOp::create(nb, l, prog, cst(nb, l, M_PI)));
+              Value decayf = arith::MulFOp::create(
+                  nb, l, cst(nb, l, 0.5),
+                  arith::AddFOp::create(nb, l, cst(nb, l, 1.0), cosv));
+              Value inWarmup = arith::CmpFOp::create(
+                  nb, l, arith::CmpFPredicate::OLE, tv, cst(nb, l, W));
+              Value factor =
+                  arith::SelectOp::create(nb, l, inWarmup, warm, decayf);
+              lr = arith::MulFOp::create(nb, l, lr, factor);
+            }
+            if (optimizer == "sgd") {
+              Value d = arith::MulFOp::create(nb, l, lr, gv);
+              linalg::YieldOp::create(
+                  nb, l, ValueRange{arith::SubFOp::create(nb, l, pv, d)});
+              return;
+            }
+            if (optimizer == "momentum") {
+              Value buf = arith::AddFOp::create(
+                  nb, l, arith::MulFOp::create(nb, l, cst(nb, l, momentum), a[2]),
+                  gv);
+              Value np = arith::SubFOp::create(
+                  nb, l, pv, arith::MulFOp::create(nb, l, lr, buf));
+              linalg::YieldOp::create(nb, l, ValueRange{np, buf});
+              return;
+            }
+            // AdamW.
+            Value m = a[2], v = a[3], tv = a[tIndex];
+            Value one = cst(nb, l, 1.0);
+            Value b1 = cst(nb, l, beta1), b2 = cst(nb, l, beta2);
+            Value nm = arith::AddFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, b1, m),
+                arith::MulFOp::create(nb, l, cst(nb, l, 1.0 - beta1), gv));
+            Value nv = arith::AddFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, b2, v),
+                arith::MulFOp::create(
+                    nb, l, cst(nb, l, 1.0 - beta2),
+                    arith::MulFOp::create(nb, l, gv, gv)));
+            Value bc1 = arith::SubFOp::create(
+                nb, l, one, math::PowFOp::create(nb, l, b1, tv));
+            Value bc2 = arith::SubFOp::create(
+                nb, l, one, math::PowFOp::create(nb, l, b2, tv));
+            Value mhat = arith::DivFOp::create(nb, l, nm, bc1);
+            Value vhat = arith::DivFOp::create(nb, l, nv, bc2);
+            Value denom = arith::AddFOp::create(
+                nb, l, math::SqrtOp::create(nb, l, vhat),
+                cst(nb, l, epsilon));
+            Value adam = arith::DivFOp::create(nb, l, mhat, denom);
+            Value decay = arith::MulFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, lr, cst(nb, l, weightDecay)),
+                pv);
+            Value np = arith::SubFOp::create(
+                nb, l,
+                arith::SubFOp::create(nb, l, pv, decay),
+                arith::MulFOp::create(nb, l, lr, adam));
+            linalg::YieldOp::create(nb, l, ValueRange{np, nm, nv});
+          });
+      results.push_back(update.getResult(0));
+      for (unsigned k = 0; k < statePerParam; ++k)
+        newState.push_back(update.getResult(1 + k));
+    }
+    // State results are grouped by kind, like the arguments.
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (unsigned j = 0; j < params.size(); ++j)
+        results.push_back(newState[j * statePerParam + k]);
+    if (hasStep) {
+      auto tt = cast<RankedTensorType>(t.getType());
+      Value one = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(
+                      tt, b.getFloatAttr(tt.getElementType(), 1.0)));
+      results.push_back(arith::AddFOp::create(b, loc, t, one));
+    }
+  }
+
+  /// For a pipeline stage (par-pipeline-split's `f_s<k>`): `f_s<k>_update(
+  /// params..., grads..., state..., [t]) -> (params'..., state'..., [t'])`.
+  /// The pipeline driver sums each gradient over the micro-batches; the
+  /// update averages (1 / micro-batches) and applies the optimizer, so a
+  /// stage's parameters and state never leave its ranks.
+  LogicalResult buildUpdate(func::FuncOp fn) {
+    ModuleOp module = getOperation();
+    auto stageArgs =
+        fn->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kStageArgsAttrName);
+    auto grad =
+        module.lookupSymbol<func::FuncOp>((fn.getName() + "_grad").str());
+    if (!stageArgs || !grad)
+      return fn.emitOpError("is a pipeline stage without par.stage_args or "
+                            "its gradient (run par-pipeline-split, then "
+                            "par-autodiff)");
+    if (clipNorm > 0)
+      return fn.emitOpError("clip-norm needs the norm over all stages' "
+                            "gradients, which pipelined updates do not "
+                            "compute yet");
+    SmallVector<unsigned> params;
+    for (unsigned i = 0; i < stageArgs.size(); ++i)
+      if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+        params.push_back(i);
+    unsigned P = params.size(), K = stateKinds();
+    Type lossType = fn.getResultTypes()[0];
+    bool hasStep = optimizer == "adamw" || schedule == "cosine";
+    SmallVector<Type> types, resultTypes;
+    for (unsigned rep = 0; rep < 2 + K; ++rep)
+      for (unsigned p : params)
+        types.push_back(fn.getArgumentTypes()[p]);
+    for (unsigned rep = 0; rep < 1 + K; ++rep)
+      for (unsigned p : params)
+        resultTypes.push_back(fn.getArgumentTypes()[p]);
+    if (hasStep) {
+      types.push_back(lossType);
+      resultTypes.push_back(lossType);
+    }
+    std::string name = (fn.getName() + "_update").str();
+    if (module.lookupSymbol(name))
+      return fn.emitOpError() << "cannot create '" << name
+                              << "': the symbol exists";
+    OpBuilder b(&getContext());
+    b.setInsertionPointAfter(grad);
+    Location loc = fn.getLoc();
+    auto update = func::FuncOp::create(b, loc, name,
+                                       b.getFunctionType(types, resultTypes));
+    SmallVector<int64_t> origIdx;
+    for (auto [j, p] : llvm::enumerate(params)) {
+      origIdx.push_back(stageArgs[p]);
+      Attribute sharding = fn.getArgAttr(p, ParDialect::kShardingAttrName);
+      for (unsigned rep = 0; rep < 2 + K; ++rep) {
+        unsigned a = rep * P + j;
+        if (sharding)
+          update.setArgAttr(a, ParDialect::kShardingAttrName, sharding);
+        if (rep >= 2)
+          update.setArgAttr(a, ParDialect::kInitAttrName,
+                            b.getStringAttr("zeros"));
+      }
+      if (Attribute init = fn.getArgAttr(p, ParDialect::kInitAttrName))
+        update.setArgAttr(j, ParDialect::kInitAttrName, init);
+      for (unsigned rep = 0; rep < 1 + K; ++rep)
+        if (sharding)
+          update.setResultAttr(rep * P + j, ParDialect::kShardingAttrName,
+                               sharding);
+    }
+    if (hasStep)
+      update.setArgAttr(types.size() - 1, ParDialect::kInitAttrName,
+                        b.getStringAttr("ones"));
+    update->setAttr(ParDialect::kStageAttrName,
+                    fn->getAttr(ParDialect::kStageAttrName));
+    update->setAttr(ParDialect::kStageArgsAttrName,
+                    b.getDenseI64ArrayAttr(origIdx));
+    Block *body = update.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    ValueRange args = body->getArguments();
+    SmallVector<Value> grads(args.slice(P, P));
+    if (microBatches > 1)
+      averageOverMicroBatches(b, loc, grads);
+    Value t = hasStep ? args.back() : Value();
+    SmallVector<Value> results;
+    SmallVector<Value> paramVals(args.take_front(P)),
+        stateVals(args.slice(2 * P, K * P));
+    emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
+    func::ReturnOp::create(b, loc, results);
+    return success();
+  }
+
+  LogicalResult buildStep(func::FuncOp fn) {
+    ModuleOp module = getOperation();
+    auto grad = module.lookupSymbol<func::FuncOp>((fn.getName() + "_grad").str());
+    if (!grad)
+      return fn.emitOpError() << "has parameters but no '" << fn.getName()
+                              << "_grad' (run par-autodiff first)";
+    SmallVector<unsigned> params;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+        params.push_back(i);
+    if (grad.getNumResults() != params.size() + 1)
+      return grad.emitOpError("does not return the loss and one gradient per "
+                              "parameter");
+    MLIRContext *ctx = &getContext();
+    Location loc = fn.getLoc();
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(grad);
+
+    // Signature: f's arguments, then the state.
+    unsigned statePerParam = stateKinds();
+    SmallVector<Type> argTypes(fn.getArgumentTypes());
+    // With micro-batches, f is the program of one micro-batch and the step
+    // takes m of them: every data argument's dim 0 grows m-fold.
+    if (microBatches > 1)
+      for (auto [i, type] : llvm::enumerate(argTypes)) {
+        if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+          continue;
+        auto tt = dyn_cast<RankedTensorType>(type);
+        if (!tt || tt.getRank() == 0 || tt.isDynamicDim(0))
+          return fn.emitOpError()
+                 << "cannot accumulate micro-batches: data argument #" << i
+                 << " (" << type
+                 << ") has no static batch dim 0 to stack them along";
+        SmallVector<int64_t> shape(tt.getShape());
+        shape[0] *= microBatches;
+        type = RankedTensorType::get(shape, tt.getElementType());
+      }
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (unsigned p : params)
+        argTypes.push_back(fn.getArgumentTypes()[p]);
+    Type lossType = grad.getResultTypes()[0];
+    bool adamw = optimizer == "adamw";
+    bool cosine = schedule == "cosine";
+    // The step number t: AdamW's bias correction and the schedule need it.
+    bool hasStep = adamw || cosine;
+    if (hasStep)
+      argTypes.push_back(lossType);
+    SmallVector<Type> resultTypes{lossType};
+    for (unsigned p : params)
+      resultTypes.push_back(fn.getArgumentTypes()[p]);
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (unsigned p : params)
+        resultTypes.push_back(fn.getArgumentTypes()[p]);
+    if (hasStep)
+      resultTypes.push_back(lossType);
+
+    std::string name = (fn.getName() + "_step").str();
+    if (module.lookupSymbol(name))
+      return fn.emitOpError() << "cannot create '" << name
+                              << "': the symbol exists";
+    auto step = func::FuncOp::create(b, loc, name,
+                                     b.getFunctionType(argTypes, resultTypes));
+    // Keep the user's shardings; state arguments share their parameter's.
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      for (StringRef a : {ParDialect::kShardingAttrName,
+                          ParDialect::kInitAttrName})
+        if (Attribute s = fn.getArgAttr(i, a))
+          step.setArgAttr(i, a, s);
+    // State starts at zero; the step number at one.
+    for (unsigned i = fn.getNumArguments(); i < argTypes.size(); ++i)
+      step.setArgAttr(i, ParDialect::kInitAttrName,
+                      b.getStringAttr(hasStep && i + 1 == argTypes.size()
+                                          ? "ones"
+                                          : "zeros"));
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (auto [j, p] : llvm::enumerate(params))
+        if (Attribute s = fn.getArgAttr(p, ParDialect::kShardingAttrName))
+          step.setArgAttr(fn.getNumArguments() + k * params.size() + j,
+                          ParDialect::kShardingAttrName, s);
+    Block *body = step.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    ValueRange args = body->getArguments();
+    SmallVector<Value> newState;
+    Value t = hasStep ? args.back() : Value();
+    SmallVector<Value> grads;
+    Value loss;
+    if (microBatches == 1) {
+      auto call = func::CallOp::create(
+          b, loc, grad, args.take_front(fn.getNumArguments()));
+      loss = call.getResult(0);
+      for (unsigned j = 0; j < params.size(); ++j)
+        grads.push_back(call.getResult(1 + j));
+    } else {
+      SmallVector<SmallVector<Value>> slices =
+          splitMicroBatches(b, fn, args.take_front(fn.getNumArguments()));
+      // Sum the micro-batches' losses and gradients, then scale by 1/m.
+      SmallVector<Value> sums;
+      for (ArrayRef<Value> operands : slices) {
+        auto call = func::CallOp::create(b, loc, grad, operands);
+        if (sums.empty()) {
+          sums.assign(call.getResults().begin(), call.getResults().end());
+          continue;
+        }
+        for (auto [k, r] : llvm::enumerate(call.getResults()))
+          sums[k] = elementwise(b, loc, sums[k], r,
+                                [](OpBuilder &nb, Location l, ValueRange a) {
+                                  return arith::AddFOp::create(nb, l, a[0], a[1]);
+                                });
+      }
+      averageOverMicroBatches(b, loc, sums);
+      loss = sums[0];
+      grads.assign(sums.begin() + 1, sums.end());
+      step->setAttr(ParDialect::kMicroBatchesAttrName,
+                    b.getI64IntegerAttr(microBatches));
+    }
+    SmallVector<Value> results{loss};
+
+    // Clipping by the global norm: one scalar factor for all gradients.
+    if (clipNorm > 0) {
+      auto scalarType = cast<RankedTensorType>(lossType);
+      Type st = scalarType.getElementType();
+      Value total;
+      for (Value g : grads) {
+        auto gt = cast<RankedTensorType>(g.getType());
+        Value zero = arith::ConstantOp::create(b, loc, st, b.getFloatAttr(st, 0));
+        Value init = linalg::FillOp::create(
+                         b, loc, zero,
+                         tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, st)
+                             .getResult())
+                         .getResult(0);
+        SmallVector<utils::IteratorType> red(gt.getRank(),
+                                             utils::IteratorType::reduction);
+        Value sq = linalg::GenericOp::create(
+                       b, loc, TypeRange{scalarType}, ValueRange{g},
+                       ValueRange{init},
+                       ArrayRef<AffineMap>{b.getMultiDimIdentityMap(gt.getRank()),
+                                           AffineMap::get(gt.getRank(), 0, {}, ctx)},
+                       red,
+                       [&](OpBuilder &nb, Location l, ValueRange a) {
+                         Value m = arith::MulFOp::create(nb, l, a[0], a[0]);
+                         linalg::YieldOp::create(
+                             nb, l, ValueRange{arith::AddFOp::create(nb, l, a[1], m)});
+                       })
+                       .getResult(0);
+        total = total ? arith::AddFOp::create(b, loc, total, sq).getResult() : sq;
+      }
+      // factor = min(1, c / (sqrt(total) + 1e-6)), as a scalar tensor.
+      Value factor = linalg::GenericOp::create(
+                         b, loc, TypeRange{scalarType}, ValueRange{total},
+                         ValueRange{tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, st)},
+                         ArrayRef<AffineMap>{AffineMap::get(0, 0, {}, ctx),
+                                             AffineMap::get(0, 0, {}, ctx)},
+                         ArrayRef<utils::IteratorType>{},
+                         [&](OpBuilder &nb, Location l, ValueRange a) {
+                           Value norm = arith::AddFOp::create(
+                               nb, l, math::SqrtOp::create(nb, l, a[0]),
+                               arith::ConstantOp::create(nb, l, st, nb.getFloatAttr(st, 1e-6)));
+                           Value f = arith::DivFOp::create(
+                               nb, l,
+                               arith::ConstantOp::create(nb, l, st, nb.getFloatAttr(st, clipNorm)),
+                               norm);
+                           Value one = arith::ConstantOp::create(nb, l, st, nb.getFloatAttr(st, 1.0));
+                           linalg::YieldOp::create(
+                               nb, l, ValueRange{arith::MinimumFOp::create(nb, l, f, one)});
+                         })
+                         .getResult(0);
+      for (Value &g : grads) {
+        auto gt = cast<RankedTensorType>(g.getType());
+        int64_t r = gt.getRank();
+        g = linalg::GenericOp::create(
+                b, loc, TypeRange{gt}, ValueRange{g, factor},
+                ValueRange{tensor::EmptyOp::create(b, loc, gt.getShape(), st)},
+                ArrayRef<AffineMap>{b.getMultiDimIdentityMap(r),
+                                    AffineMap::get(r, 0, {}, ctx),
+                                    b.getMultiDimIdentityMap(r)},
+                SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  linalg::YieldOp::create(
+                      nb, l, ValueRange{arith::MulFOp::create(nb, l, a[0], a[1])});
+                })
+                .getResult(0);
+      }
+    }
+
+    SmallVector<Value> paramVals, stateVals;
+    for (unsigned p : params)
+      paramVals.push_back(args[p]);
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (unsigned j = 0; j < params.size(); ++j)
+        stateVals.push_back(args[fn.getNumArguments() + k * params.size() + j]);
+    emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
+    func::ReturnOp::create(b, loc, results);
+
+    // Which result feeds which argument at the next step.
+    SmallVector<int64_t> feedback;
+    for (auto [j, p] : llvm::enumerate(params)) {
+      feedback.push_back(1 + j);
+      feedback.push_back(p);
+    }
+    int64_t next = 1 + params.size();
+    for (unsigned k = 0; k < statePerParam; ++k)
+      for (unsigned j = 0; j < params.size(); ++j) {
+        feedback.push_back(next++);
+        feedback.push_back(fn.getNumArguments() + k * params.size() + j);
+      }
+    if (hasStep) {
+      feedback.push_back(next);
+      feedback.push_back(argTypes.size() - 1);
+    }
+    step->setAttr(ParDialect::kFeedbackAttrName,
+                  b.getDenseI64ArrayAttr(feedback));
+    return success();
+  }
+};
+} // namespace
