@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
   // --help-options needs no model: answer it before the required options.
   for (int i = 1; i < argc; ++i)
     if (StringRef(argv[i]) == "--help-options") {
-      par::CompileOptions().printHelp(2, 24);
+      par::CompileOptions().printHelp(2, 44);
       return 0;
     }
   cl::ParseCommandLineOptions(argc, argv, "par-compile: a model in, a "

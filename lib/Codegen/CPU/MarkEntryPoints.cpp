@@ -28,6 +28,7 @@ struct MarkEntryPointsPass
         fn.removeArgAttr(i, sharding);
         fn.removeArgAttr(i, global);
         fn.removeArgAttr(i, ParDialect::kInitAttrName);
+        fn.removeArgAttr(i, ParDialect::kParamAttrName);
       }
       for (unsigned i = 0; i < fn.getNumResults(); ++i) {
         fn.removeResultAttr(i, sharding);
