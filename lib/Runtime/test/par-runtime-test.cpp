@@ -1,6 +1,8 @@
 //===- par-runtime-test.cpp - MPI tests of the par runtime ----------------===//
 //
-// Run under mpirun, e.g.  mpirun -n 6 par-runtime-test --mesh 2,3
+// Run under mpirun, e.g.  mpirun -n 6 par-runtime-test --mesh 2,3, or as a
+// single process without mpirun (the local backend: no MPI loaded at all;
+// --expect-no-mpi checks that, --world picks the world explicitly).
 //
 // Every kernel of par_runtime.h is checked against a reference each process
 // computes locally: inputs are a deterministic function of (rank, element,
@@ -27,6 +29,7 @@
 #include "../common/Float16.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,6 +61,8 @@ struct Options {
   std::vector<int64_t> mesh; // --mesh 2,3 (default: one axis of world size)
   par_backend_t backend = PAR_BACKEND_CPU; // --backend cpu|cuda
   bool expectNotBuilt = false;             // --expect-cuda-not-built
+  par_world_t world = PAR_WORLD_AUTO;      // --world auto|mpi|local
+  bool expectNoMpi = false;                // --expect-no-mpi
   std::string abortTest;                   // --abort-test KIND
   int injectFailure = -1;                  // --inject-failure RANK
   int hang = -1;                           // --hang RANK
@@ -68,6 +73,7 @@ struct Options {
   std::fprintf(stderr,
                "par-runtime-test: %s\n"
                "usage: par-runtime-test [--mesh N[,N...]] [--backend cpu|cuda]"
+               " [--world auto|mpi|local] [--expect-no-mpi]"
                " [--expect-cuda-not-built] [--abort-test "
                "dtype|axes|no-mesh|one-rank] [--inject-failure RANK] "
                "[--hang RANK] [--timeout SECONDS]\n",
@@ -111,6 +117,18 @@ Options parseOptions(int argc, char **argv) {
         usage(("unknown backend " + v).c_str());
     } else if (a == "--expect-cuda-not-built") {
       o.expectNotBuilt = true;
+    } else if (a == "--world") {
+      std::string v = value();
+      if (v == "auto")
+        o.world = PAR_WORLD_AUTO;
+      else if (v == "mpi")
+        o.world = PAR_WORLD_MPI;
+      else if (v == "local")
+        o.world = PAR_WORLD_LOCAL;
+      else
+        usage(("unknown world " + v).c_str());
+    } else if (a == "--expect-no-mpi") {
+      o.expectNoMpi = true;
     } else if (a == "--abort-test") {
       o.abortTest = value();
     } else if (a == "--inject-failure") {
@@ -188,6 +206,21 @@ bool gDevice = false; // kernel buffers live in device memory
 
 /// The context under test (the kernels act on it as the current context).
 par_rt_context_t *gContext = nullptr;
+
+/// Whether an MPI library (libmpi, or the runtime's MPI backend) is loaded
+/// in this process.
+bool mpiLoaded() {
+  bool found = false;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info *info, size_t, void *data) {
+        const char *name = info->dlpi_name ? info->dlpi_name : "";
+        if (std::strstr(name, "libmpi") || std::strstr(name, "runtime_mpi"))
+          *static_cast<bool *>(data) = true;
+        return 0;
+      },
+      &found);
+  return found;
+}
 
 /// How many GPUs this machine has, asked of the driver directly
 /// (independently of the runtime under test); 0 without a driver.
@@ -517,6 +550,8 @@ public:
           sendAsync(axes);
         }
       }
+      if (mesh.groupSize(axes) == 1 && !cuda) // NCCL would wait for itself
+        sendToSelf(axes);
     }
     for (int32_t dt : kAllDtypes)
       for (int acc = 0; acc < 2; ++acc) {
@@ -676,6 +711,20 @@ private:
     }
     check("send/recv " + where(axes, dt),
           compare(dt, got.read(), input(m[size_t(prev)], count, salt, dt)));
+  }
+
+  /// In a group of one the peer is this process: a small send completes
+  /// before its receive (MPI sends it eagerly, the local backend buffers it).
+  void sendToSelf(const std::vector<int> &axes) {
+    const int64_t count = 6;
+    Buffer payload(input(mesh.rank, count, 170, PAR_I32));
+    Buffer got(garbage(count, PAR_I32));
+    int64_t code = axesCode(axes);
+    int64_t self = coordsCode(mesh.listedCoords(axes, 0));
+    par_rt_k_send(payload.addr(), count, PAR_I32, code, self, 4);
+    par_rt_k_recv(got.addr(), count, PAR_I32, code, self, 4);
+    check("send/recv to self axes=" + axesName(axes),
+          compare(PAR_I32, got.read(), input(mesh.rank, count, 170, PAR_I32)));
   }
 
   /// par_rt_send_async returns before the peer receives: every process
@@ -1036,9 +1085,14 @@ int main(int argc, char **argv) {
             std::string(par_rt_context_last_error(nullptr)) ==
                 "out_context is NULL");
 
+  check("api version", par_rt_api_version() == PAR_RT_API_VERSION,
+        "library " + std::to_string(par_rt_api_version()) + ", header " +
+            std::to_string(PAR_RT_API_VERSION));
+
   if (opts.abortTest == "no-mesh") {
     par_rt_options_t o;
     par_rt_options_initialize(&o);
+    o.world = opts.world;
     par_rt_context_create(&o, &argc, &argv, &gContext);
     float x = 0;
     par_rt_k_all_reduce(int64_t(reinterpret_cast<intptr_t>(&x)),
@@ -1053,6 +1107,7 @@ int main(int argc, char **argv) {
     par_rt_options_t o;
     par_rt_options_initialize(&o);
     o.backend = PAR_BACKEND_CUDA;
+    o.world = opts.world;
     par_status_t st = par_rt_context_create(&o, &argc, &argv, &gContext);
     std::string msg = par_rt_context_last_error(nullptr);
     if (!msg.empty() && rankHint() == 0)
@@ -1090,10 +1145,11 @@ int main(int argc, char **argv) {
     // initialized across a failed create.
     par_rt_options_t o;
     par_rt_options_initialize(&o);
+    o.world = opts.world;
     par_status_t st = par_rt_context_create(&o, &argc, &argv, &gContext);
     if (st != PAR_OK) {
-      std::fprintf(stderr, "par-runtime-test: context_create: %s\n",
-                   par_rt_context_last_error(nullptr));
+      std::fprintf(stderr, "par-runtime-test: context_create: status %d: %s\n",
+                   int(st), par_rt_context_last_error(nullptr));
       return 1;
     }
     check("context_create clears the create error",
@@ -1132,6 +1188,8 @@ int main(int argc, char **argv) {
     par_rt_context_destroy(gContext);
     return failed ? 1 : 0;
   }
+  if (opts.expectNoMpi)
+    check("local world: no MPI library loaded", !mpiLoaded());
   hostChecks(gContext, mesh);
 
   if (!opts.abortTest.empty()) {
