@@ -63,11 +63,10 @@ def build(par_opt, model, out, stem, pre_flags, lib_dir, keep):
     run([os.path.join(LLVM_BIN, "llc"), "-O3", "-mcpu=native",
          "-relocation-model=pic", "-filetype=obj", opt_ll, "-o", obj])
     cxx = os.environ.get("CXX", "c++")
-    # memrefCopy (strided copies) lives in MLIR's C runner utils.
-    mlir_lib = os.path.join(os.path.dirname(LLVM_BIN), "lib")
+    # libpar_runtime.so also provides memrefCopy (strided copies), so the
+    # artifact needs no MLIR library at run time.
     run([cxx, "-shared", "-o", so, obj, f"-L{lib_dir}", "-lpar_runtime",
-         f"-Wl,-rpath,{lib_dir}", f"-L{mlir_lib}", "-lmlir_c_runner_utils",
-         f"-Wl,-rpath,{mlir_lib}", "-lm"])
+         f"-Wl,-rpath,{lib_dir}", "-lm"])
     if not keep:
         for f in (llvm_mlir, ll, opt_ll, obj):
             os.unlink(f)

@@ -878,6 +878,76 @@ private:
 // Host API and conversion checks
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// memrefCopy (MLIR's strided copy, provided by the runtime)
+//===----------------------------------------------------------------------===//
+
+/// A ranked memref descriptor of rank <= 4: sizes in dims[0..r), strides in
+/// dims[r..2r), as MLIR lays it out.
+struct Descriptor {
+  void *allocated, *aligned;
+  int64_t offset;
+  int64_t dims[8];
+};
+
+struct StridedView {
+  int64_t offset;
+  std::vector<int64_t> strides;
+};
+
+/// Copies `sizes` elements (int32) from a buffer of `srcLen` elements with
+/// view `src` into one of `dstLen` with view `dst` through memrefCopy, and
+/// checks every destination element against an element-wise reference
+/// (untouched elements must keep their garbage).
+void memrefCopyCheck(const std::string &name,
+                     const std::vector<int64_t> &sizes, const StridedView &src,
+                     int64_t srcLen, const StridedView &dst, int64_t dstLen) {
+  std::vector<int32_t> in(static_cast<size_t>(srcLen)),
+      out(static_cast<size_t>(dstLen), -7),
+      want(size_t(dstLen), -7);
+  for (int64_t i = 0; i < srcLen; ++i)
+    in[size_t(i)] = int32_t(100 + i);
+  int64_t rank = int64_t(sizes.size()), total = 1;
+  Descriptor ds = {in.data(), in.data(), src.offset, {}};
+  Descriptor dd = {out.data(), out.data(), dst.offset, {}};
+  for (int64_t k = 0; k < rank; ++k) {
+    ds.dims[k] = dd.dims[k] = sizes[size_t(k)];
+    ds.dims[rank + k] = src.strides[size_t(k)];
+    dd.dims[rank + k] = dst.strides[size_t(k)];
+    total *= sizes[size_t(k)];
+  }
+  for (int64_t e = 0; e < total; ++e) {
+    int64_t rest = e, so = src.offset, d = dst.offset;
+    for (int64_t k = rank; k-- > 0;) {
+      int64_t i = rest % sizes[size_t(k)];
+      rest /= sizes[size_t(k)];
+      so += i * src.strides[size_t(k)];
+      d += i * dst.strides[size_t(k)];
+    }
+    want[size_t(d)] = in[size_t(so)];
+  }
+  par_rt_unranked_memref_t us = {rank, &ds}, ud = {rank, &dd};
+  memrefCopy(sizeof(int32_t), &us, &ud);
+  check("memrefCopy " + name, out == want);
+}
+
+void memrefCopyChecks() {
+  // A transpose: row-major [3][4] into a column-major [3][4].
+  memrefCopyCheck("rank 2 transposed", {3, 4}, {0, {4, 1}}, 12, {0, {1, 3}},
+                  12);
+  // A window of a [2][5][2] buffer: the inner two dimensions collapse.
+  memrefCopyCheck("rank 3 window", {2, 3, 2}, {2, {10, 2, 1}}, 20,
+                  {0, {6, 2, 1}}, 12);
+  // Every other element, into a padded destination.
+  memrefCopyCheck("rank 2 strided both", {2, 3}, {1, {8, 2}}, 16,
+                  {3, {5, 1}}, 13);
+  memrefCopyCheck("rank 1 reversed", {5}, {4, {-1}}, 5, {0, {1}}, 5);
+  memrefCopyCheck("rank 4 size-1 dims", {1, 2, 1, 3}, {0, {99, 3, 7, 1}}, 6,
+                  {1, {0, 1, 5, 2}}, 7);
+  memrefCopyCheck("rank 0", {}, {3, {}}, 4, {1, {}}, 2);
+  memrefCopyCheck("empty", {2, 0, 3}, {0, {0, 3, 1}}, 1, {0, {0, 3, 1}}, 1);
+}
+
 void conversionChecks() {
   struct Case {
     float in;
@@ -1204,6 +1274,7 @@ int main(int argc, char **argv) {
   }
 
   conversionChecks();
+  memrefCopyChecks();
   Tester(mesh, onDevice).run();
   if (opts.injectFailure >= 0)
     check("injected failure", rank != opts.injectFailure,
