@@ -1140,6 +1140,46 @@ void abortTest(const std::string &kind, int64_t rank, int64_t world) {
   std::printf("UNREACHABLE: the kernel returned\n");
 }
 
+/// Tries a CUDA context (gContext on success) and checks that it fails or
+/// works as this machine allows. Returns whether kernels run on the device.
+bool cudaContext(const Options &opts, int &argc, char **&argv) {
+  par_rt_options_t o;
+  par_rt_options_initialize(&o);
+  o.backend = PAR_BACKEND_CUDA;
+  o.world = opts.world;
+  par_status_t st = par_rt_context_create(&o, &argc, &argv, &gContext);
+  std::string msg = par_rt_context_last_error(nullptr);
+  if (!msg.empty() && rankHint() == 0)
+    std::printf("par-runtime-test: cuda context_create: %s\n", msg.c_str());
+  int gpus = gpuCount();
+  const std::string notBuilt =
+      "CUDA backend not built (libpar_runtime_cuda.so not found)";
+  if (opts.expectNotBuilt || !PAR_RUNTIME_TEST_HAVE_CUDA_BACKEND) {
+    check("cuda backend: not built",
+          st == PAR_ERR_UNAVAILABLE && msg == notBuilt,
+          "status " + std::to_string(st) + ", '" + msg + "'");
+  } else if (gpus == 0) {
+    const std::string prefix = "CUDA backend: no GPU or driver available: ";
+    check("cuda backend: unavailable without a GPU",
+          st == PAR_ERR_UNAVAILABLE && msg.rfind(prefix, 0) == 0 &&
+              msg.size() > prefix.size(),
+          "status " + std::to_string(st) + ", '" + msg + "'");
+  } else if (gpus < worldSizeHint()) {
+    // Processes would share a GPU (single node assumed), which NCCL
+    // refuses: every process must see the failure, none may hang.
+    check("cuda backend: fails with more processes than GPUs",
+          st != PAR_OK && !msg.empty(), "status " + std::to_string(st));
+  } else {
+    check("cuda backend: available with a GPU", st == PAR_OK,
+          "status " + std::to_string(st) + ", '" + msg + "'");
+  }
+  if (st != PAR_OK)
+    return false;
+  check("cuda: device memory through libcudart", gCudart.load());
+  gDevice = gCudart.loaded;
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1172,44 +1212,8 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  bool onDevice = false;
-  if (opts.backend == PAR_BACKEND_CUDA) {
-    par_rt_options_t o;
-    par_rt_options_initialize(&o);
-    o.backend = PAR_BACKEND_CUDA;
-    o.world = opts.world;
-    par_status_t st = par_rt_context_create(&o, &argc, &argv, &gContext);
-    std::string msg = par_rt_context_last_error(nullptr);
-    if (!msg.empty() && rankHint() == 0)
-      std::printf("par-runtime-test: cuda context_create: %s\n", msg.c_str());
-    int gpus = gpuCount();
-    const std::string notBuilt =
-        "CUDA backend not built (libpar_runtime_cuda.so not found)";
-    if (opts.expectNotBuilt || !PAR_RUNTIME_TEST_HAVE_CUDA_BACKEND) {
-      check("cuda backend: not built",
-            st == PAR_ERR_UNAVAILABLE && msg == notBuilt,
-            "status " + std::to_string(st) + ", '" + msg + "'");
-    } else if (gpus == 0) {
-      const std::string prefix = "CUDA backend: no GPU or driver available: ";
-      check("cuda backend: unavailable without a GPU",
-            st == PAR_ERR_UNAVAILABLE && msg.rfind(prefix, 0) == 0 &&
-                msg.size() > prefix.size(),
-            "status " + std::to_string(st) + ", '" + msg + "'");
-    } else if (gpus < worldSizeHint()) {
-      // Processes would share a GPU (single node assumed), which NCCL
-      // refuses: every process must see the failure, none may hang.
-      check("cuda backend: fails with more processes than GPUs",
-            st != PAR_OK && !msg.empty(), "status " + std::to_string(st));
-    } else {
-      check("cuda backend: available with a GPU", st == PAR_OK,
-            "status " + std::to_string(st) + ", '" + msg + "'");
-    }
-    if (st == PAR_OK) {
-      onDevice = true;
-      check("cuda: device memory through libcudart", gCudart.load());
-      gDevice = gCudart.loaded;
-    }
-  }
+  bool onDevice =
+      opts.backend == PAR_BACKEND_CUDA && cudaContext(opts, argc, argv);
   if (!gContext) {
     // The CPU backend, also as the fallback after a CUDA failure: MPI stays
     // initialized across a failed create.

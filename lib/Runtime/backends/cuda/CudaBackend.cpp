@@ -32,6 +32,7 @@
 
 #include "../../common/BackendApi.h"
 #include "../../common/Dtype.h"
+#include "../../common/GroupEntry.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -311,13 +312,9 @@ void destroy(void *state) {
 
 const char *lastError(void *state) { return st(state).error.c_str(); }
 
-par_status_t allReduce(void *state, const par_rt_backend_group_t *g,
-                       const void *in, void *out, int64_t count, int32_t dtype,
-                       int32_t reduction) {
-  State &s = st(state);
-  ncclComm_t comm;
-  if (par_status_t r = groupComm(s, g, comm))
-    return r;
+par_status_t allReduce(State &s, const par_rt_backend_group_t *g,
+                       ncclComm_t comm, const void *in, void *out,
+                       int64_t count, int32_t dtype, int32_t reduction) {
   // ncclAvg on integers sums then divides (truncating), like the CPU
   // backend; on floats it pre-scales by 1/n, which can differ in the last
   // bit from sum-then-divide.
@@ -327,13 +324,9 @@ par_status_t allReduce(void *state, const par_rt_backend_group_t *g,
   return sync(s, "all_reduce");
 }
 
-par_status_t allGather(void *state, const par_rt_backend_group_t *g,
-                       const void *in, void *out, int64_t C, int64_t D,
-                       int32_t dtype) {
-  State &s = st(state);
-  ncclComm_t comm;
-  if (par_status_t r = groupComm(s, g, comm))
-    return r;
+par_status_t allGather(State &s, const par_rt_backend_group_t *g,
+                       ncclComm_t comm, const void *in, void *out, int64_t C,
+                       int64_t D, int32_t dtype) {
   int64_t n = g->size, es = dtypeSize(dtype), block = C * D;
   size_t outBytes = size_t(n * block * es);
   // C == 1: the output already is [n][D]. (NCCL's in-place form needs the
@@ -356,13 +349,10 @@ par_status_t allGather(void *state, const par_rt_backend_group_t *g,
   return sync(s, "all_gather");
 }
 
-par_status_t reduceScatter(void *state, const par_rt_backend_group_t *g,
-                           const void *in, void *out, int64_t A, int64_t B,
-                           int32_t dtype, int32_t reduction) {
-  State &s = st(state);
-  ncclComm_t comm;
-  if (par_status_t r = groupComm(s, g, comm))
-    return r;
+par_status_t reduceScatter(State &s, const par_rt_backend_group_t *g,
+                           ncclComm_t comm, const void *in, void *out,
+                           int64_t A, int64_t B, int32_t dtype,
+                           int32_t reduction) {
   int64_t n = g->size, es = dtypeSize(dtype), block = A * B;
   size_t inBytes = size_t(n * block * es);
   const void *send = in;
@@ -382,13 +372,9 @@ par_status_t reduceScatter(void *state, const par_rt_backend_group_t *g,
   return sync(s, "reduce_scatter");
 }
 
-par_status_t allToAll(void *state, const par_rt_backend_group_t *g,
-                      const void *in, void *out, int64_t A, int64_t B,
-                      int64_t C, int64_t D, int32_t dtype) {
-  State &s = st(state);
-  ncclComm_t comm;
-  if (par_status_t r = groupComm(s, g, comm))
-    return r;
+par_status_t allToAll(State &s, const par_rt_backend_group_t *g,
+                      ncclComm_t comm, const void *in, void *out, int64_t A,
+                      int64_t B, int64_t C, int64_t D, int32_t dtype) {
   int64_t n = g->size, es = dtypeSize(dtype), block = A * B; // == C * D
   size_t bytes = size_t(n * block * es);
   bool alias = overlaps(in, bytes, out, bytes);
@@ -445,13 +431,9 @@ par_status_t allSlice(void *state, const par_rt_backend_group_t *g,
   return sync(s, "all_slice");
 }
 
-par_status_t broadcast(void *state, const par_rt_backend_group_t *g,
-                       const void *in, void *out, int64_t count, int32_t dtype,
-                       int64_t root) {
-  State &s = st(state);
-  ncclComm_t comm;
-  if (par_status_t r = groupComm(s, g, comm))
-    return r;
+par_status_t broadcast(State &s, const par_rt_backend_group_t *g,
+                       ncclComm_t comm, const void *in, void *out,
+                       int64_t count, int32_t dtype, int64_t root) {
   PAR_NCCL_CHECK(s, "ncclBroadcast", comm,
                  ncclBroadcast(in, out, size_t(count), ncclType(dtype),
                                int(root), comm, s.stream));
@@ -587,12 +569,12 @@ const par_rt_backend_t kTable = {
     /*gather_world=*/nullptr,
     prepareGroup,
     resetGroups,
-    allReduce,
-    allGather,
-    reduceScatter,
-    allToAll,
+    OnGroup<allReduce>::entry,
+    OnGroup<allGather>::entry,
+    OnGroup<reduceScatter>::entry,
+    OnGroup<allToAll>::entry,
     allSlice,
-    broadcast,
+    OnGroup<broadcast>::entry,
     send,
     sendAsync,
     waitSends,

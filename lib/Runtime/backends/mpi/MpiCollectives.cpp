@@ -163,14 +163,10 @@ par_status_t par::rt::mpi::bcastBytes(State &s, void *buffer, int64_t bytes,
   return PAR_OK;
 }
 
-par_status_t par::rt::mpi::allReduce(void *state,
-                                     const par_rt_backend_group_t *g,
-                                     const void *in, void *out, int64_t count,
-                                     int32_t dtype, int32_t reduction) {
-  State &s = st(state);
-  MPI_Comm comm;
-  if (par_status_t st = groupComm(s, g, comm))
-    return st;
+par_status_t par::rt::mpi::allReduce(State &s, const par_rt_backend_group_t *g,
+                                     MPI_Comm comm, const void *in, void *out,
+                                     int64_t count, int32_t dtype,
+                                     int32_t reduction) {
   MPI_Datatype type = reduceType(dtype);
   MPI_Op op = reduceOp(dtype, reduction);
   if (isHalf(dtype)) {
@@ -192,16 +188,11 @@ par_status_t par::rt::mpi::allReduce(void *state,
   return PAR_OK;
 }
 
-par_status_t par::rt::mpi::allGather(void *state,
-                                     const par_rt_backend_group_t *g,
-                                     const void *in, void *out, int64_t C,
-                                     int64_t D, int32_t dtype) {
-  State &s = st(state);
+par_status_t par::rt::mpi::allGather(State &s, const par_rt_backend_group_t *g,
+                                     MPI_Comm comm, const void *in, void *out,
+                                     int64_t C, int64_t D, int32_t dtype) {
   int64_t n = g->size, es = dtypeSize(dtype), block = C * D;
   if (par_status_t st = checkBlock(s, block))
-    return st;
-  MPI_Comm comm;
-  if (par_status_t st = groupComm(s, g, comm))
     return st;
   MPI_Datatype type = moveType(dtype);
   size_t outBytes = size_t(n * block * es);
@@ -221,17 +212,13 @@ par_status_t par::rt::mpi::allGather(void *state,
   return PAR_OK;
 }
 
-par_status_t par::rt::mpi::reduceScatter(void *state,
+par_status_t par::rt::mpi::reduceScatter(State &s,
                                          const par_rt_backend_group_t *g,
-                                         const void *in, void *out, int64_t A,
-                                         int64_t B, int32_t dtype,
-                                         int32_t reduction) {
-  State &s = st(state);
+                                         MPI_Comm comm, const void *in,
+                                         void *out, int64_t A, int64_t B,
+                                         int32_t dtype, int32_t reduction) {
   int64_t n = g->size, es = dtypeSize(dtype), block = A * B;
   if (par_status_t st = checkBlock(s, block))
-    return st;
-  MPI_Comm comm;
-  if (par_status_t st = groupComm(s, g, comm))
     return st;
   MPI_Datatype type = reduceType(dtype);
   MPI_Op op = reduceOp(dtype, reduction);
@@ -270,17 +257,12 @@ par_status_t par::rt::mpi::reduceScatter(void *state,
   return PAR_OK;
 }
 
-par_status_t par::rt::mpi::allToAll(void *state,
-                                    const par_rt_backend_group_t *g,
-                                    const void *in, void *out, int64_t A,
-                                    int64_t B, int64_t C, int64_t D,
+par_status_t par::rt::mpi::allToAll(State &s, const par_rt_backend_group_t *g,
+                                    MPI_Comm comm, const void *in, void *out,
+                                    int64_t A, int64_t B, int64_t C, int64_t D,
                                     int32_t dtype) {
-  State &s = st(state);
   int64_t n = g->size, es = dtypeSize(dtype), block = A * B; // == C * D
   if (par_status_t st = checkBlock(s, block))
-    return st;
-  MPI_Comm comm;
-  if (par_status_t st = groupComm(s, g, comm))
     return st;
   MPI_Datatype type = moveType(dtype);
   size_t bytes = size_t(n * block * es);
@@ -301,17 +283,12 @@ par_status_t par::rt::mpi::allToAll(void *state,
   return PAR_OK;
 }
 
-par_status_t par::rt::mpi::broadcast(void *state,
-                                     const par_rt_backend_group_t *g,
-                                     const void *in, void *out, int64_t count,
-                                     int32_t dtype, int64_t root) {
-  State &s = st(state);
-  MPI_Comm comm;
-  if (par_status_t st = groupComm(s, g, comm))
-    return st;
+par_status_t par::rt::mpi::broadcast(State &s, const par_rt_backend_group_t *g,
+                                     MPI_Comm comm, const void *in, void *out,
+                                     int64_t count, int32_t dtype,
+                                     int64_t root) {
   int64_t bytes = count * dtypeSize(dtype);
   if (g->index == root && in != out)
     std::memmove(out, in, size_t(bytes));
   return bcastBytes(s, out, bytes, int(root), comm);
 }
-

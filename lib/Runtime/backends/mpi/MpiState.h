@@ -10,6 +10,7 @@
 #define PAR_RUNTIME_BACKENDS_MPI_MPISTATE_H
 
 #include "../../common/BackendApi.h"
+#include "../../common/GroupEntry.h"
 
 #include <mpi.h>
 
@@ -79,20 +80,21 @@ MPI_Datatype moveType(int32_t dtype);
       return ::par::rt::mpi::mpiError(s, call, rc_);                           \
   } while (0)
 
-// The collectives (MpiCollectives.cpp), with the table's signatures.
-par_status_t allReduce(void *state, const par_rt_backend_group_t *g,
+// The collectives (MpiCollectives.cpp), on the group's communicator; the
+// table reaches them through OnGroup (common/GroupEntry.h).
+par_status_t allReduce(State &s, const par_rt_backend_group_t *g, MPI_Comm comm,
                        const void *in, void *out, int64_t count, int32_t dtype,
                        int32_t reduction);
-par_status_t allGather(void *state, const par_rt_backend_group_t *g,
+par_status_t allGather(State &s, const par_rt_backend_group_t *g, MPI_Comm comm,
                        const void *in, void *out, int64_t C, int64_t D,
                        int32_t dtype);
-par_status_t reduceScatter(void *state, const par_rt_backend_group_t *g,
-                           const void *in, void *out, int64_t A, int64_t B,
-                           int32_t dtype, int32_t reduction);
-par_status_t allToAll(void *state, const par_rt_backend_group_t *g,
+par_status_t reduceScatter(State &s, const par_rt_backend_group_t *g,
+                           MPI_Comm comm, const void *in, void *out, int64_t A,
+                           int64_t B, int32_t dtype, int32_t reduction);
+par_status_t allToAll(State &s, const par_rt_backend_group_t *g, MPI_Comm comm,
                       const void *in, void *out, int64_t A, int64_t B,
                       int64_t C, int64_t D, int32_t dtype);
-par_status_t broadcast(void *state, const par_rt_backend_group_t *g,
+par_status_t broadcast(State &s, const par_rt_backend_group_t *g, MPI_Comm comm,
                        const void *in, void *out, int64_t count, int32_t dtype,
                        int64_t root);
 
