@@ -1,4 +1,4 @@
-//===- GroupEntry.h - Table entries for collectives on a communicator -*- C++ -*-===//
+//===- GroupEntry.h - Table entries for group collectives -------*- C++ -*-===//
 //
 // A backend writes each collective as
 //   par_status_t f(State &, const par_rt_backend_group_t *, Comm, args...)

@@ -1,4 +1,4 @@
-//===- HostKernels.h - Kernels on host memory shared by CPU backends -*- C++ -*-===//
+//===- HostKernels.h - Host-memory kernels of the CPU backends --*- C++ -*-===//
 //
 // The kernels that need no communication and run the same in every backend
 // whose buffers are host memory (local and MPI): all_slice's strided copy,

@@ -1,4 +1,4 @@
-//===- BackendLoader.h - Loading the MPI and CUDA backend libraries -*- C++ -*-===//
+//===- BackendLoader.h - Loading the backend libraries ----------*- C++ -*-===//
 //
 // libpar_runtime.so links neither MPI nor CUDA: the backends that need them
 // are plugin libraries, loaded the first time a context needs one.
