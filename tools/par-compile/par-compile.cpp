@@ -102,8 +102,6 @@ int main(int argc, char **argv) {
   if (!llvm::sys::fs::exists(runtime))
     return fail("cannot find libpar_runtime.so in " + libDir.str().str());
   artifact.link.runtimeLibDir = libDir.str().str();
-  // memrefCopy (strided copies) lives in MLIR's C runner utils.
-  artifact.link.extraLibs.push_back({PAR_MLIR_LIB_DIR, "mlir_c_runner_utils"});
   if (failed(par::buildArtifact(*model, *options, artifact, error)))
     return fail(error);
   llvm::outs() << "par-compile: wrote " << outputDir << "\n";

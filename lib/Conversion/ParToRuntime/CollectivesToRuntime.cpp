@@ -1,7 +1,7 @@
 //===- CollectivesToRuntime.cpp - par-collectives-to-runtime --------------===//
 //
 // Buffer-form collectives (par.buffer_*) become calls into the runtime's
-// kernel ABI (par_rt_k_*, include/par/Runtime/par_runtime.h). The calls take
+// kernel ABI (par_rt_k_*, include/par/Runtime/par_kernel_abi.h). The calls take
 // only scalars — buffer addresses, block counts, dtype/axes/coordinate
 // codes — so the same generated code runs over MPI on host memory and over
 // NCCL on device memory: the runtime, not the compiler, owns the transport.

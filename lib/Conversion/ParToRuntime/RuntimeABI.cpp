@@ -1,7 +1,7 @@
 //===- RuntimeABI.cpp - How compiled code calls the par runtime -----------===//
 //
 // See RuntimeABI.h. The codes here are the runtime's kernel ABI
-// (include/par/Runtime/par_runtime.h): dtype codes, axes codes (one byte per
+// (include/par/Runtime/par_kernel_abi.h, par_types.h): dtype codes, axes codes (one byte per
 // listed mesh axis, index + 1), coordinate codes (16 bits per axis).
 //
 //===----------------------------------------------------------------------===//

@@ -17,7 +17,7 @@
 #define PAR_RUNTIME_COMMON_DTYPE_H
 
 #include "Float16.h"
-#include "par/Runtime/par_runtime.h"
+#include "par/Runtime/par_types.h"
 
 #include <cstdint>
 #include <type_traits>

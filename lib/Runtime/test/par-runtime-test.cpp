@@ -1,6 +1,8 @@
 //===- par-runtime-test.cpp - MPI tests of the par runtime ----------------===//
 //
-// Run under mpirun, e.g.  mpirun -n 6 par-runtime-test --mesh 2,3
+// Run under mpirun, e.g.  mpirun -n 6 par-runtime-test --mesh 2,3, or as a
+// single process without mpirun (the local backend: no MPI loaded at all;
+// --expect-no-mpi checks that, --world picks the world explicitly).
 //
 // Every kernel of par_runtime.h is checked against a reference each process
 // computes locally: inputs are a deterministic function of (rank, element,
@@ -27,6 +29,7 @@
 #include "../common/Float16.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,6 +61,8 @@ struct Options {
   std::vector<int64_t> mesh; // --mesh 2,3 (default: one axis of world size)
   par_backend_t backend = PAR_BACKEND_CPU; // --backend cpu|cuda
   bool expectNotBuilt = false;             // --expect-cuda-not-built
+  par_world_t world = PAR_WORLD_AUTO;      // --world auto|mpi|local
+  bool expectNoMpi = false;                // --expect-no-mpi
   std::string abortTest;                   // --abort-test KIND
   int injectFailure = -1;                  // --inject-failure RANK
   int hang = -1;                           // --hang RANK
@@ -68,6 +73,7 @@ struct Options {
   std::fprintf(stderr,
                "par-runtime-test: %s\n"
                "usage: par-runtime-test [--mesh N[,N...]] [--backend cpu|cuda]"
+               " [--world auto|mpi|local] [--expect-no-mpi]"
                " [--expect-cuda-not-built] [--abort-test "
                "dtype|axes|no-mesh|one-rank] [--inject-failure RANK] "
                "[--hang RANK] [--timeout SECONDS]\n",
@@ -111,6 +117,18 @@ Options parseOptions(int argc, char **argv) {
         usage(("unknown backend " + v).c_str());
     } else if (a == "--expect-cuda-not-built") {
       o.expectNotBuilt = true;
+    } else if (a == "--world") {
+      std::string v = value();
+      if (v == "auto")
+        o.world = PAR_WORLD_AUTO;
+      else if (v == "mpi")
+        o.world = PAR_WORLD_MPI;
+      else if (v == "local")
+        o.world = PAR_WORLD_LOCAL;
+      else
+        usage(("unknown world " + v).c_str());
+    } else if (a == "--expect-no-mpi") {
+      o.expectNoMpi = true;
     } else if (a == "--abort-test") {
       o.abortTest = value();
     } else if (a == "--inject-failure") {
@@ -188,6 +206,21 @@ bool gDevice = false; // kernel buffers live in device memory
 
 /// The context under test (the kernels act on it as the current context).
 par_rt_context_t *gContext = nullptr;
+
+/// Whether an MPI library (libmpi, or the runtime's MPI backend) is loaded
+/// in this process.
+bool mpiLoaded() {
+  bool found = false;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info *info, size_t, void *data) {
+        const char *name = info->dlpi_name ? info->dlpi_name : "";
+        if (std::strstr(name, "libmpi") || std::strstr(name, "runtime_mpi"))
+          *static_cast<bool *>(data) = true;
+        return 0;
+      },
+      &found);
+  return found;
+}
 
 /// How many GPUs this machine has, asked of the driver directly
 /// (independently of the runtime under test); 0 without a driver.
@@ -517,6 +550,8 @@ public:
           sendAsync(axes);
         }
       }
+      if (mesh.groupSize(axes) == 1 && !cuda) // NCCL would wait for itself
+        sendToSelf(axes);
     }
     for (int32_t dt : kAllDtypes)
       for (int acc = 0; acc < 2; ++acc) {
@@ -678,6 +713,20 @@ private:
           compare(dt, got.read(), input(m[size_t(prev)], count, salt, dt)));
   }
 
+  /// In a group of one the peer is this process: a small send completes
+  /// before its receive (MPI sends it eagerly, the local backend buffers it).
+  void sendToSelf(const std::vector<int> &axes) {
+    const int64_t count = 6;
+    Buffer payload(input(mesh.rank, count, 170, PAR_I32));
+    Buffer got(garbage(count, PAR_I32));
+    int64_t code = axesCode(axes);
+    int64_t self = coordsCode(mesh.listedCoords(axes, 0));
+    par_rt_k_send(payload.addr(), count, PAR_I32, code, self, 4);
+    par_rt_k_recv(got.addr(), count, PAR_I32, code, self, 4);
+    check("send/recv to self axes=" + axesName(axes),
+          compare(PAR_I32, got.read(), input(mesh.rank, count, 170, PAR_I32)));
+  }
+
   /// par_rt_send_async returns before the peer receives: every process
   /// starts its send to the next, then receives from the previous (a ring
   /// that would need the even/odd order with blocking sends), then
@@ -828,6 +877,76 @@ private:
 //===----------------------------------------------------------------------===//
 // Host API and conversion checks
 //===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// memrefCopy (MLIR's strided copy, provided by the runtime)
+//===----------------------------------------------------------------------===//
+
+/// A ranked memref descriptor of rank <= 4: sizes in dims[0..r), strides in
+/// dims[r..2r), as MLIR lays it out.
+struct Descriptor {
+  void *allocated, *aligned;
+  int64_t offset;
+  int64_t dims[8];
+};
+
+struct StridedView {
+  int64_t offset;
+  std::vector<int64_t> strides;
+};
+
+/// Copies `sizes` elements (int32) from a buffer of `srcLen` elements with
+/// view `src` into one of `dstLen` with view `dst` through memrefCopy, and
+/// checks every destination element against an element-wise reference
+/// (untouched elements must keep their garbage).
+void memrefCopyCheck(const std::string &name,
+                     const std::vector<int64_t> &sizes, const StridedView &src,
+                     int64_t srcLen, const StridedView &dst, int64_t dstLen) {
+  std::vector<int32_t> in(static_cast<size_t>(srcLen)),
+      out(static_cast<size_t>(dstLen), -7),
+      want(size_t(dstLen), -7);
+  for (int64_t i = 0; i < srcLen; ++i)
+    in[size_t(i)] = int32_t(100 + i);
+  int64_t rank = int64_t(sizes.size()), total = 1;
+  Descriptor ds = {in.data(), in.data(), src.offset, {}};
+  Descriptor dd = {out.data(), out.data(), dst.offset, {}};
+  for (int64_t k = 0; k < rank; ++k) {
+    ds.dims[k] = dd.dims[k] = sizes[size_t(k)];
+    ds.dims[rank + k] = src.strides[size_t(k)];
+    dd.dims[rank + k] = dst.strides[size_t(k)];
+    total *= sizes[size_t(k)];
+  }
+  for (int64_t e = 0; e < total; ++e) {
+    int64_t rest = e, so = src.offset, d = dst.offset;
+    for (int64_t k = rank; k-- > 0;) {
+      int64_t i = rest % sizes[size_t(k)];
+      rest /= sizes[size_t(k)];
+      so += i * src.strides[size_t(k)];
+      d += i * dst.strides[size_t(k)];
+    }
+    want[size_t(d)] = in[size_t(so)];
+  }
+  par_rt_unranked_memref_t us = {rank, &ds}, ud = {rank, &dd};
+  memrefCopy(sizeof(int32_t), &us, &ud);
+  check("memrefCopy " + name, out == want);
+}
+
+void memrefCopyChecks() {
+  // A transpose: row-major [3][4] into a column-major [3][4].
+  memrefCopyCheck("rank 2 transposed", {3, 4}, {0, {4, 1}}, 12, {0, {1, 3}},
+                  12);
+  // A window of a [2][5][2] buffer: the inner two dimensions collapse.
+  memrefCopyCheck("rank 3 window", {2, 3, 2}, {2, {10, 2, 1}}, 20,
+                  {0, {6, 2, 1}}, 12);
+  // Every other element, into a padded destination.
+  memrefCopyCheck("rank 2 strided both", {2, 3}, {1, {8, 2}}, 16,
+                  {3, {5, 1}}, 13);
+  memrefCopyCheck("rank 1 reversed", {5}, {4, {-1}}, 5, {0, {1}}, 5);
+  memrefCopyCheck("rank 4 size-1 dims", {1, 2, 1, 3}, {0, {99, 3, 7, 1}}, 6,
+                  {1, {0, 1, 5, 2}}, 7);
+  memrefCopyCheck("rank 0", {}, {3, {}}, 4, {1, {}}, 2);
+  memrefCopyCheck("empty", {2, 0, 3}, {0, {0, 3, 1}}, 1, {0, {0, 3, 1}}, 1);
+}
 
 void conversionChecks() {
   struct Case {
@@ -1021,6 +1140,46 @@ void abortTest(const std::string &kind, int64_t rank, int64_t world) {
   std::printf("UNREACHABLE: the kernel returned\n");
 }
 
+/// Tries a CUDA context (gContext on success) and checks that it fails or
+/// works as this machine allows. Returns whether kernels run on the device.
+bool cudaContext(const Options &opts, int &argc, char **&argv) {
+  par_rt_options_t o;
+  par_rt_options_initialize(&o);
+  o.backend = PAR_BACKEND_CUDA;
+  o.world = opts.world;
+  par_status_t st = par_rt_context_create(&o, &argc, &argv, &gContext);
+  std::string msg = par_rt_context_last_error(nullptr);
+  if (!msg.empty() && rankHint() == 0)
+    std::printf("par-runtime-test: cuda context_create: %s\n", msg.c_str());
+  int gpus = gpuCount();
+  const std::string notBuilt =
+      "CUDA backend not built (libpar_runtime_cuda.so not found)";
+  if (opts.expectNotBuilt || !PAR_RUNTIME_TEST_HAVE_CUDA_BACKEND) {
+    check("cuda backend: not built",
+          st == PAR_ERR_UNAVAILABLE && msg == notBuilt,
+          "status " + std::to_string(st) + ", '" + msg + "'");
+  } else if (gpus == 0) {
+    const std::string prefix = "CUDA backend: no GPU or driver available: ";
+    check("cuda backend: unavailable without a GPU",
+          st == PAR_ERR_UNAVAILABLE && msg.rfind(prefix, 0) == 0 &&
+              msg.size() > prefix.size(),
+          "status " + std::to_string(st) + ", '" + msg + "'");
+  } else if (gpus < worldSizeHint()) {
+    // Processes would share a GPU (single node assumed), which NCCL
+    // refuses: every process must see the failure, none may hang.
+    check("cuda backend: fails with more processes than GPUs",
+          st != PAR_OK && !msg.empty(), "status " + std::to_string(st));
+  } else {
+    check("cuda backend: available with a GPU", st == PAR_OK,
+          "status " + std::to_string(st) + ", '" + msg + "'");
+  }
+  if (st != PAR_OK)
+    return false;
+  check("cuda: device memory through libcudart", gCudart.load());
+  gDevice = gCudart.loaded;
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1036,9 +1195,14 @@ int main(int argc, char **argv) {
             std::string(par_rt_context_last_error(nullptr)) ==
                 "out_context is NULL");
 
+  check("api version", par_rt_api_version() == PAR_RT_API_VERSION,
+        "library " + std::to_string(par_rt_api_version()) + ", header " +
+            std::to_string(PAR_RT_API_VERSION));
+
   if (opts.abortTest == "no-mesh") {
     par_rt_options_t o;
     par_rt_options_initialize(&o);
+    o.world = opts.world;
     par_rt_context_create(&o, &argc, &argv, &gContext);
     float x = 0;
     par_rt_k_all_reduce(int64_t(reinterpret_cast<intptr_t>(&x)),
@@ -1048,52 +1212,18 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  bool onDevice = false;
-  if (opts.backend == PAR_BACKEND_CUDA) {
-    par_rt_options_t o;
-    par_rt_options_initialize(&o);
-    o.backend = PAR_BACKEND_CUDA;
-    par_status_t st = par_rt_context_create(&o, &argc, &argv, &gContext);
-    std::string msg = par_rt_context_last_error(nullptr);
-    if (!msg.empty() && rankHint() == 0)
-      std::printf("par-runtime-test: cuda context_create: %s\n", msg.c_str());
-    int gpus = gpuCount();
-    const std::string notBuilt =
-        "CUDA backend not built (libpar_runtime_cuda.so not found)";
-    if (opts.expectNotBuilt || !PAR_RUNTIME_TEST_HAVE_CUDA_BACKEND) {
-      check("cuda backend: not built",
-            st == PAR_ERR_UNAVAILABLE && msg == notBuilt,
-            "status " + std::to_string(st) + ", '" + msg + "'");
-    } else if (gpus == 0) {
-      const std::string prefix = "CUDA backend: no GPU or driver available: ";
-      check("cuda backend: unavailable without a GPU",
-            st == PAR_ERR_UNAVAILABLE && msg.rfind(prefix, 0) == 0 &&
-                msg.size() > prefix.size(),
-            "status " + std::to_string(st) + ", '" + msg + "'");
-    } else if (gpus < worldSizeHint()) {
-      // Processes would share a GPU (single node assumed), which NCCL
-      // refuses: every process must see the failure, none may hang.
-      check("cuda backend: fails with more processes than GPUs",
-            st != PAR_OK && !msg.empty(), "status " + std::to_string(st));
-    } else {
-      check("cuda backend: available with a GPU", st == PAR_OK,
-            "status " + std::to_string(st) + ", '" + msg + "'");
-    }
-    if (st == PAR_OK) {
-      onDevice = true;
-      check("cuda: device memory through libcudart", gCudart.load());
-      gDevice = gCudart.loaded;
-    }
-  }
+  bool onDevice =
+      opts.backend == PAR_BACKEND_CUDA && cudaContext(opts, argc, argv);
   if (!gContext) {
     // The CPU backend, also as the fallback after a CUDA failure: MPI stays
     // initialized across a failed create.
     par_rt_options_t o;
     par_rt_options_initialize(&o);
+    o.world = opts.world;
     par_status_t st = par_rt_context_create(&o, &argc, &argv, &gContext);
     if (st != PAR_OK) {
-      std::fprintf(stderr, "par-runtime-test: context_create: %s\n",
-                   par_rt_context_last_error(nullptr));
+      std::fprintf(stderr, "par-runtime-test: context_create: status %d: %s\n",
+                   int(st), par_rt_context_last_error(nullptr));
       return 1;
     }
     check("context_create clears the create error",
@@ -1132,6 +1262,8 @@ int main(int argc, char **argv) {
     par_rt_context_destroy(gContext);
     return failed ? 1 : 0;
   }
+  if (opts.expectNoMpi)
+    check("local world: no MPI library loaded", !mpiLoaded());
   hostChecks(gContext, mesh);
 
   if (!opts.abortTest.empty()) {
@@ -1146,6 +1278,7 @@ int main(int argc, char **argv) {
   }
 
   conversionChecks();
+  memrefCopyChecks();
   Tester(mesh, onDevice).run();
   if (opts.injectFailure >= 0)
     check("injected failure", rank != opts.injectFailure,

@@ -2,7 +2,7 @@
 //
 // Helpers shared by the bufferization models of par's collectives and the
 // lowering passes: declaring the runtime's kernel functions
-// (include/par/Runtime/par_runtime.h, "Kernel ABI") and encoding their
+// (include/par/Runtime/par_kernel_abi.h) and encoding their
 // scalar arguments.
 //
 //===----------------------------------------------------------------------===//

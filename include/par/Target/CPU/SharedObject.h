@@ -20,7 +20,9 @@
 namespace mlir::par {
 
 struct SharedObjectOptions {
-  /// Directory holding libpar_runtime.so (linked, and the rpath).
+  /// Directory holding libpar_runtime.so (linked, and the rpath). The
+  /// runtime also provides memrefCopy (strided copies), so an artifact
+  /// needs no MLIR library at run time.
   std::string runtimeLibDir;
   /// Further libraries to link, as -L/-l/-rpath triples: {dir, name}.
   std::vector<std::pair<std::string, std::string>> extraLibs;

@@ -1,7 +1,8 @@
 //===- CudaBackend.cpp - The CUDA backend over NCCL and cuBLAS ------------===//
 //
 // libpar_runtime.so loads this library with dlopen and drives it through the
-// table in common/CudaBackendApi.h. It implements the kernel ABI on device
+// backend table of common/BackendApi.h (a device backend: the world, MPI or
+// local, comes from another backend). It implements the kernel ABI on device
 // memory:
 //
 //   all_reduce      ncclAllReduce (i1 as uint8: sum/max = max, min = min)
@@ -24,12 +25,14 @@
 // Group communicators come from ncclCommSplit of the world communicator
 // (color/key computed by libpar_runtime.so), cached per axes code. The world
 // communicator is bootstrapped with a unique id that rank 0 creates and
-// broadcasts through the host callback (MPI stays in libpar_runtime.so).
+// broadcasts through the world backend's broadcast, handed over in
+// par_rt_backend_init_t (so this library links no MPI).
 //
 //===----------------------------------------------------------------------===//
 
-#include "../common/CudaBackendApi.h"
-#include "../common/Dtype.h"
+#include "../../common/BackendApi.h"
+#include "../../common/Dtype.h"
+#include "../../common/GroupEntry.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -188,7 +191,7 @@ par_status_t unpack(State &s, const void *in, void *out, int64_t C, int64_t n,
 /// The NCCL communicator of a group, split from the world on first use.
 /// ncclCommSplit is collective over the world; as with MPI_Comm_split in the
 /// CPU backend, SPMD programs reach it on every process.
-par_status_t groupComm(State &s, const par_rt_cuda_group_t *g,
+par_status_t groupComm(State &s, const par_rt_backend_group_t *g,
                        ncclComm_t &out) {
   auto it = s.groups.find(g->axes);
   if (it != s.groups.end()) {
@@ -208,8 +211,8 @@ par_status_t groupComm(State &s, const par_rt_cuda_group_t *g,
 // Table entries
 //===----------------------------------------------------------------------===//
 
-par_status_t create(int64_t localRank, void **outState, char *error,
-                    size_t errorSize) {
+par_status_t create(const par_rt_backend_init_t *init, void **outState,
+                    char *error, size_t errorSize) {
   *outState = nullptr;
   auto report = [&](par_status_t status, const std::string &message) {
     std::snprintf(error, errorSize, "%s", message.c_str());
@@ -225,7 +228,7 @@ par_status_t create(int64_t localRank, void **outState, char *error,
     return report(PAR_ERR_UNAVAILABLE, "CUDA backend: no GPU or driver "
                                        "available: no CUDA device found");
   auto *s = new State;
-  s->device = int(localRank % count);
+  s->device = int(init->world.local_rank % count);
   auto cleanup = [&](const char *what, const char *why) {
     std::string message =
         std::string("CUDA backend: ") + what + " failed: " + why;
@@ -251,9 +254,9 @@ par_status_t create(int64_t localRank, void **outState, char *error,
   return PAR_OK;
 }
 
-par_status_t connect(void *state, const par_rt_cuda_host_t *host, int64_t rank,
-                     int64_t worldSize) {
+par_status_t connect(void *state, const par_rt_backend_init_t *init) {
   State &s = st(state);
+  int64_t rank = init->world.rank, worldSize = init->world.size;
   s.rank = rank;
   s.worldSize = worldSize;
   // Rank 0 broadcasts the id together with whether it could make one, so
@@ -268,9 +271,10 @@ par_status_t connect(void *state, const par_rt_cuda_host_t *host, int64_t rank,
     r = ncclGetUniqueId(&boot.id);
     boot.ok = r == ncclSuccess;
   }
-  if (host->broadcast_world(host->user, &boot, sizeof(boot), 0) != 0)
+  if (init->broadcast_world(init->world_user, &boot, sizeof(boot), 0) !=
+      PAR_OK)
     return fail(s, PAR_ERR_COMMUNICATION,
-                "broadcasting the NCCL unique id over MPI failed");
+                "broadcasting the NCCL unique id over the world failed");
   if (!boot.ok)
     return rank == 0 ? ncclFail(s, "ncclGetUniqueId", r, nullptr)
                      : fail(s, PAR_ERR_COMMUNICATION,
@@ -308,13 +312,9 @@ void destroy(void *state) {
 
 const char *lastError(void *state) { return st(state).error.c_str(); }
 
-par_status_t allReduce(void *state, const par_rt_cuda_group_t *g,
-                       const void *in, void *out, int64_t count, int32_t dtype,
-                       int32_t reduction) {
-  State &s = st(state);
-  ncclComm_t comm;
-  if (par_status_t r = groupComm(s, g, comm))
-    return r;
+par_status_t allReduce(State &s, const par_rt_backend_group_t *g,
+                       ncclComm_t comm, const void *in, void *out,
+                       int64_t count, int32_t dtype, int32_t reduction) {
   // ncclAvg on integers sums then divides (truncating), like the CPU
   // backend; on floats it pre-scales by 1/n, which can differ in the last
   // bit from sum-then-divide.
@@ -324,13 +324,9 @@ par_status_t allReduce(void *state, const par_rt_cuda_group_t *g,
   return sync(s, "all_reduce");
 }
 
-par_status_t allGather(void *state, const par_rt_cuda_group_t *g,
-                       const void *in, void *out, int64_t C, int64_t D,
-                       int32_t dtype) {
-  State &s = st(state);
-  ncclComm_t comm;
-  if (par_status_t r = groupComm(s, g, comm))
-    return r;
+par_status_t allGather(State &s, const par_rt_backend_group_t *g,
+                       ncclComm_t comm, const void *in, void *out, int64_t C,
+                       int64_t D, int32_t dtype) {
   int64_t n = g->size, es = dtypeSize(dtype), block = C * D;
   size_t outBytes = size_t(n * block * es);
   // C == 1: the output already is [n][D]. (NCCL's in-place form needs the
@@ -353,13 +349,10 @@ par_status_t allGather(void *state, const par_rt_cuda_group_t *g,
   return sync(s, "all_gather");
 }
 
-par_status_t reduceScatter(void *state, const par_rt_cuda_group_t *g,
-                           const void *in, void *out, int64_t A, int64_t B,
-                           int32_t dtype, int32_t reduction) {
-  State &s = st(state);
-  ncclComm_t comm;
-  if (par_status_t r = groupComm(s, g, comm))
-    return r;
+par_status_t reduceScatter(State &s, const par_rt_backend_group_t *g,
+                           ncclComm_t comm, const void *in, void *out,
+                           int64_t A, int64_t B, int32_t dtype,
+                           int32_t reduction) {
   int64_t n = g->size, es = dtypeSize(dtype), block = A * B;
   size_t inBytes = size_t(n * block * es);
   const void *send = in;
@@ -379,13 +372,9 @@ par_status_t reduceScatter(void *state, const par_rt_cuda_group_t *g,
   return sync(s, "reduce_scatter");
 }
 
-par_status_t allToAll(void *state, const par_rt_cuda_group_t *g,
-                      const void *in, void *out, int64_t A, int64_t B,
-                      int64_t C, int64_t D, int32_t dtype) {
-  State &s = st(state);
-  ncclComm_t comm;
-  if (par_status_t r = groupComm(s, g, comm))
-    return r;
+par_status_t allToAll(State &s, const par_rt_backend_group_t *g,
+                      ncclComm_t comm, const void *in, void *out, int64_t A,
+                      int64_t B, int64_t C, int64_t D, int32_t dtype) {
   int64_t n = g->size, es = dtypeSize(dtype), block = A * B; // == C * D
   size_t bytes = size_t(n * block * es);
   bool alias = overlaps(in, bytes, out, bytes);
@@ -426,7 +415,7 @@ par_status_t allToAll(void *state, const par_rt_cuda_group_t *g,
   return sync(s, "all_to_all");
 }
 
-par_status_t allSlice(void *state, const par_rt_cuda_group_t *g,
+par_status_t allSlice(void *state, const par_rt_backend_group_t *g,
                       const void *in, void *out, int64_t A, int64_t B,
                       int32_t dtype) {
   State &s = st(state);
@@ -442,21 +431,23 @@ par_status_t allSlice(void *state, const par_rt_cuda_group_t *g,
   return sync(s, "all_slice");
 }
 
-par_status_t broadcast(void *state, const par_rt_cuda_group_t *g,
-                       const void *in, void *out, int64_t count, int32_t dtype,
-                       int64_t root) {
-  State &s = st(state);
-  ncclComm_t comm;
-  if (par_status_t r = groupComm(s, g, comm))
-    return r;
+par_status_t broadcast(State &s, const par_rt_backend_group_t *g,
+                       ncclComm_t comm, const void *in, void *out,
+                       int64_t count, int32_t dtype, int64_t root) {
   PAR_NCCL_CHECK(s, "ncclBroadcast", comm,
                  ncclBroadcast(in, out, size_t(count), ncclType(dtype),
                                int(root), comm, s.stream));
   return sync(s, "broadcast");
 }
 
+par_status_t prepareGroup(void *state, const par_rt_backend_group_t *g) {
+  ncclComm_t comm;
+  return groupComm(st(state), g, comm);
+}
+
+/// `tag` is unused: NCCL matches a pair's messages in call order.
 par_status_t send(void *state, const void *in, int64_t count, int32_t dtype,
-                  int64_t peer) {
+                  int64_t peer, int64_t) {
   State &s = st(state);
   PAR_NCCL_CHECK(s, "ncclSend", s.world,
                  ncclSend(in, size_t(count), ncclType(dtype), int(peer),
@@ -464,8 +455,17 @@ par_status_t send(void *state, const void *in, int64_t count, int32_t dtype,
   return sync(s, "send");
 }
 
+/// NCCL point-to-point runs in call order, so a started send is sent now;
+/// there is then nothing to wait for.
+par_status_t sendAsync(void *state, const void *in, int64_t count,
+                       int32_t dtype, int64_t peer, int64_t tag) {
+  return send(state, in, count, dtype, peer, tag);
+}
+
+par_status_t waitSends(void *) { return PAR_OK; }
+
 par_status_t recv(void *state, void *out, int64_t count, int32_t dtype,
-                  int64_t peer) {
+                  int64_t peer, int64_t) {
   State &s = st(state);
   PAR_NCCL_CHECK(s, "ncclRecv", s.world,
                  ncclRecv(out, size_t(count), ncclType(dtype), int(peer),
@@ -553,27 +553,39 @@ par_status_t matmul(void *state, const void *a, const void *b, void *c,
   return sync(s, "matmul");
 }
 
-const par_rt_cuda_backend_t kTable = {
-    PAR_RT_CUDA_BACKEND_ABI_VERSION,
+const par_rt_backend_t kTable = {
+    PAR_RT_BACKEND_ABI_VERSION,
+    "CUDA",
     create,
     connect,
     destroy,
+    /*finalize=*/nullptr,
     lastError,
+    // A device backend: the world operations come from the world backend.
+    /*query_world=*/nullptr,
+    /*abort_job=*/nullptr,
+    /*barrier=*/nullptr,
+    /*broadcast_world=*/nullptr,
+    /*gather_world=*/nullptr,
+    prepareGroup,
     resetGroups,
-    allReduce,
-    allGather,
-    reduceScatter,
-    allToAll,
+    OnGroup<allReduce>::entry,
+    OnGroup<allGather>::entry,
+    OnGroup<reduceScatter>::entry,
+    OnGroup<allToAll>::entry,
     allSlice,
-    broadcast,
+    OnGroup<broadcast>::entry,
     send,
+    sendAsync,
+    waitSends,
     recv,
     matmul,
+    /*batch_matmul=*/nullptr, // emitted only for CPU programs
 };
 
 } // namespace
 
-extern "C" __attribute__((visibility("default"))) const par_rt_cuda_backend_t *
+extern "C" __attribute__((visibility("default"))) const par_rt_backend_t *
 par_rt_cuda_backend_get(void) {
   return &kTable;
 }

@@ -1,0 +1,71 @@
+/*===- par_types.h - Types shared by the host API and the kernel ABI ------===*
+ *
+ * The status codes, element types, reductions and backend choices that both
+ * halves of the runtime's C interface use (par_runtime.h: the host API;
+ * par_kernel_abi.h: the kernel ABI generated code calls), and the version of
+ * that interface. Include one of those two headers rather than this one.
+ *
+ * Versioning: PAR_RT_API_VERSION is the version of the interface a caller
+ * was compiled against; par_rt_api_version() is the version of the library
+ * it runs with. It is bumped on any change a caller compiled against the old
+ * headers could notice (a new options field, a new entry point, a changed
+ * meaning); a tool checks `par_rt_api_version() == PAR_RT_API_VERSION` before
+ * creating a context.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef PAR_RUNTIME_PAR_TYPES_H
+#define PAR_RUNTIME_PAR_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* 1: the single par_runtime.h. 2: host API and kernel ABI split, the world
+ * option (local or MPI), memrefCopy, par_rt_api_version. */
+#define PAR_RT_API_VERSION 2
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum par_status_t {
+  PAR_OK = 0,
+  PAR_ERR_INVALID_ARGUMENT = 1, /* bad sizes, unknown axis, world != mesh */
+  PAR_ERR_UNAVAILABLE = 2,      /* backend not built or no device/driver */
+  PAR_ERR_COMMUNICATION = 3,    /* MPI/NCCL reported an error */
+  PAR_ERR_OUT_OF_MEMORY = 4,
+} par_status_t;
+
+/* Where kernel buffers live and which library moves them. */
+typedef enum par_backend_t {
+  PAR_BACKEND_CPU = 0,  /* host memory: MPI, or copies in a world of one */
+  PAR_BACKEND_CUDA = 1, /* NCCL collectives on device memory, bootstrapped
+                           over the world */
+} par_backend_t;
+
+/* How the processes of a job find each other (the "world"). */
+typedef enum par_world_t {
+  /* MPI when the launcher's environment says this process is part of an MPI
+   * job (mpirun, srun: OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK or
+   * SLURM_PROCID is set), else local. */
+  PAR_WORLD_AUTO = 0,
+  PAR_WORLD_MPI = 1,   /* always MPI (a singleton outside mpirun) */
+  PAR_WORLD_LOCAL = 2, /* one process, no MPI loaded at all */
+} par_world_t;
+
+typedef enum par_dtype_t {
+  PAR_F32 = 0, PAR_F64 = 1, PAR_F16 = 2, PAR_BF16 = 3,
+  PAR_I32 = 4, PAR_I64 = 5, PAR_I8 = 6, PAR_I1 = 7,
+} par_dtype_t;
+
+typedef enum par_reduction_t {
+  PAR_SUM = 0, PAR_MAX = 1, PAR_MIN = 2, PAR_AVG = 3,
+} par_reduction_t;
+
+/* The PAR_RT_API_VERSION the library was built with. */
+int32_t par_rt_api_version(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PAR_RUNTIME_PAR_TYPES_H */

@@ -1,0 +1,330 @@
+//===- Kernels.cpp - The kernel entry points and their dispatch -----------===//
+//
+// The par_rt_k_* functions of par_kernel_abi.h (and par_rt_send_async, the
+// started form of send). Each validates its scalar arguments, resolves the
+// axes code to a group or the coordinates to a peer, dispatches once through
+// the context's device backend table, accounts statistics and tracing, and
+// aborts the job with "par runtime: <kernel>: <reason>" on any failure:
+// compiled code has no way to handle a status, and a collective that failed
+// on one process would leave the others waiting forever.
+//
+// Statistics use the ring formulas par-comm-report uses, so that measured
+// and predicted traffic compare directly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Context.h"
+
+#include "../common/Dtype.h"
+
+using namespace par::rt;
+
+namespace {
+
+void *ptr(int64_t address) {
+  return reinterpret_cast<void *>(static_cast<intptr_t>(address));
+}
+
+double ring(int64_t n) { return n <= 1 ? 0.0 : double(n - 1) / double(n); }
+
+/// One kernel call: its context and name, the argument checks (each aborts
+/// with the kernel's name), and the accounting at the end.
+class KernelCall {
+public:
+  /// A kernel on the current context; most need a mesh (matmul does not).
+  explicit KernelCall(const char *name, bool needsMesh = true)
+      : name(name), ctx(current(name, needsMesh)) {}
+  /// A host API call with the kernels' checks (par_rt_send_async).
+  KernelCall(const char *name, par_rt_context_t &ctx) : name(name), ctx(ctx) {}
+
+  [[noreturn]] void fail(const std::string &why) const { die(name, why); }
+
+  int64_t elementSize(int32_t dtype) const {
+    int64_t es = dtypeSize(dtype);
+    if (!es)
+      fail("unknown dtype " + std::to_string(dtype));
+    return es;
+  }
+
+  void checkReduction(int32_t dtype, int32_t reduction) const {
+    if (!isValidReduction(reduction))
+      fail("unknown reduction " + std::to_string(reduction));
+    if (dtype == PAR_I1 && reduction == PAR_AVG)
+      fail("avg is not defined for i1");
+  }
+
+  /// Checks that every named size is non-negative.
+  void checkSizes(std::initializer_list<std::pair<const char *, int64_t>>
+                      sizes) const {
+    for (auto [what, v] : sizes)
+      if (v < 0)
+        fail(std::string(what) + " is negative (" + std::to_string(v) + ")");
+  }
+
+  /// The product of `factors`, aborting on overflow (sizes come straight
+  /// from compiled code).
+  int64_t mul(std::initializer_list<int64_t> factors) const {
+    int64_t r = 1;
+    for (int64_t f : factors)
+      if (__builtin_mul_overflow(r, f, &r))
+        fail("buffer size overflows int64");
+    return r;
+  }
+
+  void checkBuffer(const char *what, int64_t address, int64_t bytes) const {
+    if (bytes > 0 && address == 0)
+      fail(std::string(what) + " is null");
+  }
+
+  const par_rt_backend_group_t &group(int64_t axes) {
+    std::string why;
+    Group *g = findGroup(ctx, axes, why);
+    if (!g)
+      fail(why);
+    return g->desc;
+  }
+
+  /// The world rank a send/recv addresses, after checking its tag.
+  int64_t peer(int64_t axes, int64_t coords, int64_t tag) const {
+    if (tag < 0 || tag > ctx.tagUpperBound)
+      fail("tag " + std::to_string(tag) + " is outside [0, " +
+           std::to_string(ctx.tagUpperBound) + "]");
+    std::string why;
+    int64_t rank = peerRank(ctx, axes, coords, why);
+    if (rank < 0)
+      fail(why);
+    return rank;
+  }
+
+  const par_rt_backend_t &ops() const { return *ctx.device.ops; }
+  void *state() const { return ctx.device.state; }
+
+  /// Starts the clock of a counted call (after the checks).
+  void start() { startTime = par_rt_now_seconds(); }
+
+  /// Finishes a communicating call: aborts on failure, otherwise accounts
+  /// one collective with `bytes` sent (or only bytes and time, `counted`
+  /// false, for a started send) and records it while tracing.
+  void finish(par_status_t status, double bytes, bool counted = true) {
+    check(status);
+    double end = par_rt_now_seconds();
+    ctx.stats.collectives += counted ? 1 : 0;
+    ctx.stats.bytes_sent += bytes;
+    ctx.stats.seconds += end - startTime;
+    if (ctx.tracing && counted)
+      ctx.trace.push_back({name, startTime, end, bytes});
+  }
+
+  /// Finishes a local call (all_slice, matmuls): not a collective for the
+  /// statistics (par-comm-report agrees).
+  void finishLocal(par_status_t status) const { check(status); }
+
+  par_rt_context_t &context() const { return ctx; }
+
+private:
+  const char *name;
+  par_rt_context_t &ctx;
+  double startTime = 0;
+
+  static par_rt_context_t &current(const char *name, bool needsMesh) {
+    par_rt_context_t *ctx = currentContext();
+    if (!ctx)
+      die(name, "no current context (par_rt_context_create was not called)");
+    if (needsMesh && !ctx->hasMesh)
+      die(name, "no mesh (par_rt_context_set_mesh was not called)");
+    return *ctx;
+  }
+
+  void check(par_status_t status) const {
+    if (status != PAR_OK)
+      fail(ctx.device.lastError());
+  }
+};
+
+} // namespace
+
+PAR_RT_EXPORT void par_rt_k_all_reduce(int64_t in, int64_t out, int64_t count,
+                                       int32_t dtype, int32_t reduction,
+                                       int64_t axes) {
+  KernelCall k("all_reduce");
+  int64_t es = k.elementSize(dtype);
+  k.checkReduction(dtype, reduction);
+  k.checkSizes({{"count", count}});
+  int64_t bytes = k.mul({count, es});
+  k.checkBuffer("in", in, bytes);
+  k.checkBuffer("out", out, bytes);
+  const par_rt_backend_group_t &g = k.group(axes);
+  k.start();
+  k.finish(k.ops().all_reduce(k.state(), &g, ptr(in), ptr(out), count, dtype,
+                              reduction),
+           2.0 * ring(g.size) * double(bytes));
+}
+
+PAR_RT_EXPORT void par_rt_k_all_gather(int64_t in, int64_t out, int64_t C,
+                                       int64_t D, int32_t dtype, int64_t axes) {
+  KernelCall k("all_gather");
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"C", C}, {"D", D}});
+  const par_rt_backend_group_t &g = k.group(axes);
+  int64_t inBytes = k.mul({C, D, es});
+  int64_t outBytes = k.mul({inBytes, g.size});
+  k.checkBuffer("in", in, inBytes);
+  k.checkBuffer("out", out, outBytes);
+  k.start();
+  k.finish(k.ops().all_gather(k.state(), &g, ptr(in), ptr(out), C, D, dtype),
+           ring(g.size) * double(outBytes));
+}
+
+PAR_RT_EXPORT void par_rt_k_reduce_scatter(int64_t in, int64_t out, int64_t A,
+                                           int64_t B, int32_t dtype,
+                                           int32_t reduction, int64_t axes) {
+  KernelCall k("reduce_scatter");
+  int64_t es = k.elementSize(dtype);
+  k.checkReduction(dtype, reduction);
+  k.checkSizes({{"A", A}, {"B", B}});
+  const par_rt_backend_group_t &g = k.group(axes);
+  int64_t outBytes = k.mul({A, B, es});
+  int64_t inBytes = k.mul({outBytes, g.size});
+  k.checkBuffer("in", in, inBytes);
+  k.checkBuffer("out", out, outBytes);
+  k.start();
+  k.finish(k.ops().reduce_scatter(k.state(), &g, ptr(in), ptr(out), A, B,
+                                  dtype, reduction),
+           ring(g.size) * double(inBytes));
+}
+
+PAR_RT_EXPORT void par_rt_k_all_to_all(int64_t in, int64_t out, int64_t A,
+                                       int64_t B, int64_t C, int64_t D,
+                                       int32_t dtype, int64_t axes) {
+  KernelCall k("all_to_all");
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"A", A}, {"B", B}, {"C", C}, {"D", D}});
+  if (k.mul({A, B}) != k.mul({C, D}))
+    k.fail("the blocks sent (A*B = " + std::to_string(A * B) +
+           ") and received (C*D = " + std::to_string(C * D) +
+           ") differ in size");
+  const par_rt_backend_group_t &g = k.group(axes);
+  int64_t bytes = k.mul({A, B, es, g.size});
+  k.checkBuffer("in", in, bytes);
+  k.checkBuffer("out", out, bytes);
+  k.start();
+  k.finish(k.ops().all_to_all(k.state(), &g, ptr(in), ptr(out), A, B, C, D,
+                              dtype),
+           ring(g.size) * double(bytes));
+}
+
+PAR_RT_EXPORT void par_rt_k_all_slice(int64_t in, int64_t out, int64_t A,
+                                      int64_t B, int32_t dtype, int64_t axes) {
+  KernelCall k("all_slice");
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"A", A}, {"B", B}});
+  const par_rt_backend_group_t &g = k.group(axes);
+  int64_t outBytes = k.mul({A, B, es});
+  k.checkBuffer("in", in, k.mul({outBytes, g.size}));
+  k.checkBuffer("out", out, outBytes);
+  k.finishLocal(
+      k.ops().all_slice(k.state(), &g, ptr(in), ptr(out), A, B, dtype));
+}
+
+PAR_RT_EXPORT void par_rt_k_broadcast(int64_t in, int64_t out, int64_t count,
+                                      int32_t dtype, int64_t root,
+                                      int64_t axes) {
+  KernelCall k("broadcast");
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"count", count}});
+  const par_rt_backend_group_t &g = k.group(axes);
+  if (root < 0 || root >= g.size)
+    k.fail("root " + std::to_string(root) + " is outside the group of " +
+           std::to_string(g.size));
+  int64_t bytes = k.mul({count, es});
+  if (g.index == root)
+    k.checkBuffer("in", in, bytes);
+  k.checkBuffer("out", out, bytes);
+  k.start();
+  // As par-comm-report counts it: every member of a real group moves S
+  // (the root sends it, pipelined/tree broadcasts forward it).
+  k.finish(k.ops().broadcast(k.state(), &g, ptr(in), ptr(out), count, dtype,
+                             root),
+           g.size > 1 ? double(bytes) : 0.0);
+}
+
+PAR_RT_EXPORT void par_rt_k_send(int64_t in, int64_t count, int32_t dtype,
+                                 int64_t axes, int64_t coords, int64_t tag) {
+  KernelCall k("send");
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"count", count}});
+  int64_t bytes = k.mul({count, es});
+  k.checkBuffer("in", in, bytes);
+  int64_t peer = k.peer(axes, coords, tag);
+  k.start();
+  k.finish(k.ops().send(k.state(), ptr(in), count, dtype, peer, tag),
+           double(bytes));
+}
+
+PAR_RT_EXPORT void par_rt_k_recv(int64_t out, int64_t count, int32_t dtype,
+                                 int64_t axes, int64_t coords, int64_t tag) {
+  KernelCall k("recv");
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"count", count}});
+  k.checkBuffer("out", out, k.mul({count, es}));
+  int64_t peer = k.peer(axes, coords, tag);
+  k.start();
+  // The sender accounts the bytes.
+  k.finish(k.ops().recv(k.state(), ptr(out), count, dtype, peer, tag), 0.0);
+}
+
+PAR_RT_EXPORT par_status_t par_rt_send_async(par_rt_context_t *context,
+                                             const void *buffer, int64_t count,
+                                             int32_t dtype, int64_t axes,
+                                             int64_t coords, int64_t tag) {
+  if (!beginCall(context))
+    return PAR_ERR_INVALID_ARGUMENT;
+  KernelCall k("send_async", *context);
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"count", count}});
+  int64_t bytes = k.mul({count, es});
+  k.checkBuffer("buffer", int64_t(intptr_t(buffer)), bytes);
+  int64_t peer = k.peer(axes, coords, tag);
+  k.start();
+  par_status_t st =
+      k.ops().send_async(k.state(), buffer, count, dtype, peer, tag);
+  if (st != PAR_OK)
+    return backendStatus(k.context(), k.context().device, st);
+  // Bytes and time, not a collective: par_rt_wait_sends completes it.
+  k.finish(st, double(bytes), /*counted=*/false);
+  return PAR_OK;
+}
+
+PAR_RT_EXPORT void par_rt_k_matmul(int64_t a, int64_t b, int64_t c, int64_t M,
+                                   int64_t N, int64_t K, int32_t dtype,
+                                   int32_t accumulate) {
+  KernelCall k("matmul", /*needsMesh=*/false);
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"M", M}, {"N", N}, {"K", K}});
+  k.checkBuffer("a", a, k.mul({M, K, es}));
+  k.checkBuffer("b", b, k.mul({K, N, es}));
+  k.checkBuffer("c", c, k.mul({M, N, es}));
+  k.finishLocal(k.ops().matmul(k.state(), ptr(a), ptr(b), ptr(c), M, N, K,
+                               dtype, accumulate));
+}
+
+PAR_RT_EXPORT void par_rt_k_batch_matmul(int64_t a, int64_t b, int64_t c,
+                                         int64_t batch, int64_t M, int64_t N,
+                                         int64_t K, int32_t transA,
+                                         int32_t transB, int32_t dtype,
+                                         int32_t accumulate) {
+  KernelCall k("batch_matmul", /*needsMesh=*/false);
+  if (!k.ops().batch_matmul)
+    k.fail(std::string("not available on the ") + k.ops().name +
+           " backend (the compiler emits it only for CPU programs)");
+  if (dtype != PAR_F32 && dtype != PAR_F64)
+    k.fail("only f32 and f64 are supported");
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"batch", batch}, {"M", M}, {"N", N}, {"K", K}});
+  k.checkBuffer("a", a, k.mul({batch, M, K, es}));
+  k.checkBuffer("b", b, k.mul({batch, K, N, es}));
+  k.checkBuffer("c", c, k.mul({batch, M, N, es}));
+  k.finishLocal(k.ops().batch_matmul(k.state(), ptr(a), ptr(b), ptr(c), batch,
+                                     M, N, K, transA, transB, dtype,
+                                     accumulate));
+}
