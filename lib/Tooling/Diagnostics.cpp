@@ -1,0 +1,37 @@
+//===- Diagnostics.cpp - How the tooling reports bad input ----------------===//
+//
+// One error format for every tooling file and the drivers over them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Tooling/Diagnostics.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace par::tooling {
+
+namespace {
+std::string &name() {
+  static std::string n = "par-tool";
+  return n;
+}
+} // namespace
+
+void setToolName(const std::string &n) { name() = n; }
+
+const std::string &toolName() { return name(); }
+
+void fatal(const std::string &msg) {
+  fprintf(stderr, "%s: error: %s\n", name().c_str(), msg.c_str());
+  fflush(stderr);
+  exit(1);
+}
+
+void checkRuntime(par_status_t s, par_rt_context_t *ctx,
+                  const std::string &what) {
+  if (s != PAR_OK)
+    fatal(what + ": " + par_rt_context_last_error(ctx));
+}
+
+} // namespace par::tooling
