@@ -8,6 +8,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
+#include <vector>
 
 namespace par::tooling {
 
@@ -15,6 +17,11 @@ namespace {
 std::string &name() {
   static std::string n = "par-tool";
   return n;
+}
+
+std::vector<void (*)()> &cleanups() {
+  static std::vector<void (*)()> c;
+  return c;
 }
 } // namespace
 
@@ -25,8 +32,13 @@ const std::string &toolName() { return name(); }
 void fatal(const std::string &msg) {
   fprintf(stderr, "%s: error: %s\n", name().c_str(), msg.c_str());
   fflush(stderr);
-  exit(1);
+  fflush(stdout);
+  for (void (*cleanup)() : cleanups())
+    cleanup();
+  _exit(1);
 }
+
+void atFatal(void (*cleanup)()) { cleanups().push_back(cleanup); }
 
 void checkRuntime(par_status_t s, par_rt_context_t *ctx,
                   const std::string &what) {

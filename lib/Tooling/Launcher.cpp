@@ -149,6 +149,7 @@ void usePrivateSessionDir() {
   setenv("OMPI_MCA_orte_tmpdir_base", privateSession.c_str(), 1);
   setenv("TMPDIR", privateSession.c_str(), 1);
   atexit(removePrivateSession);
+  atFatal(removePrivateSession);
 }
 
 } // namespace par::tooling

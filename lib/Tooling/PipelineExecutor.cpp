@@ -93,6 +93,10 @@ private:
   Buffer dataArg(const Function &fs, size_t j, int64_t orig, int64_t s,
                  int64_t step, int64_t mb);
   Buffer takeOutputGradient(const pl::Action &a, const char *what);
+  Buffer unstash(const pl::Action &a);
+  std::vector<Buffer> callBackward(const Function &fn, const pl::Action &a,
+                                   int64_t step, const Buffer &x,
+                                   const Buffer &dy);
   void accumulate(StageProgram &st, const Function &fn,
                   const std::vector<Buffer> &outs);
   void runForward(const pl::Action &a, int64_t step);
@@ -346,19 +350,33 @@ void PipelineRun::runForward(const pl::Action &a, int64_t step) {
   peakStashBytes = std::max(peakStashBytes, stashBytes);
 }
 
-void PipelineRun::runBackward(const pl::Action &a, int64_t step) {
+/// Takes stage input (a.mb, a.stage) out of the stash.
+Buffer PipelineRun::unstash(const pl::Action &a) {
   Key key{a.mb, a.stage};
-  StageProgram &st = stages[a.stage];
   Buffer x = std::move(stash[key]);
   stashBytes -= x.size();
   stash.erase(key);
+  return x;
+}
+
+/// Calls a backward function `fn` of a.stage on stage input x and (but for
+/// the last stage) output gradient dy.
+std::vector<Buffer> PipelineRun::callBackward(const Function &fn,
+                                              const pl::Action &a,
+                                              int64_t step, const Buffer &x,
+                                              const Buffer &dy) {
+  const Buffer *dyArg = a.stage + 1 < S ? &dy : nullptr;
+  return fn.call(stageArgs(a.stage, step, a.mb, &x, dyArg).ptrs);
+}
+
+void PipelineRun::runBackward(const pl::Action &a, int64_t step) {
+  StageProgram &st = stages[a.stage];
+  Buffer x = unstash(a);
   Buffer dy = takeOutputGradient(a, "B");
-  std::vector<Buffer> outs = st.grad.call(
-      stageArgs(a.stage, step, a.mb, &x, a.stage + 1 < S ? &dy : nullptr)
-          .ptrs);
+  std::vector<Buffer> outs = callBackward(st.grad, a, step, x, dy);
   accumulate(st, st.grad, outs);
   if (a.stage > 0)
-    grads[key] = std::move(outs[1 + st.paramArgs.size()]);
+    grads[{a.mb, a.stage}] = std::move(outs[1 + st.paramArgs.size()]);
 }
 
 /// The input's gradient now (the stage before waits for it); the stage
@@ -366,12 +384,10 @@ void PipelineRun::runBackward(const pl::Action &a, int64_t step) {
 void PipelineRun::runBackwardInput(const pl::Action &a, int64_t step) {
   Key key{a.mb, a.stage};
   StageProgram &st = stages[a.stage];
-  Buffer &x = stash[key];
   Buffer dy = takeOutputGradient(a, "BI");
   if (a.stage > 0) {
-    std::vector<Buffer> outs = st.gradInput.call(
-        stageArgs(a.stage, step, a.mb, &x, a.stage + 1 < S ? &dy : nullptr)
-            .ptrs);
+    std::vector<Buffer> outs =
+        callBackward(st.gradInput, a, step, stash[key], dy);
     grads[key] = std::move(outs[1]);
   }
   dyStash[key] = std::move(dy);
@@ -380,15 +396,10 @@ void PipelineRun::runBackwardInput(const pl::Action &a, int64_t step) {
 void PipelineRun::runBackwardWeight(const pl::Action &a, int64_t step) {
   Key key{a.mb, a.stage};
   StageProgram &st = stages[a.stage];
-  Buffer x = std::move(stash[key]);
-  stashBytes -= x.size();
-  stash.erase(key);
+  Buffer x = unstash(a);
   Buffer dy = std::move(dyStash[key]);
   dyStash.erase(key);
-  std::vector<Buffer> outs = st.gradWeight.call(
-      stageArgs(a.stage, step, a.mb, &x, a.stage + 1 < S ? &dy : nullptr)
-          .ptrs);
-  accumulate(st, st.gradWeight, outs);
+  accumulate(st, st.gradWeight, callBackward(st.gradWeight, a, step, x, dy));
 }
 
 /// act(mb, s) is stage s's input; grad(mb, s) its gradient: both have the

@@ -4,6 +4,9 @@
 // file, a program that does not fit the request) it prints
 // "<tool>: error: <message>" and ends the process with status 1, as
 // par-run always has. The session API below it reports statuses instead.
+// The exit skips atexit handlers: in a job, the runtime's MPI_Finalize
+// there would wait for the other ranks, which wait in a collective for
+// this one; the job's launcher ends them when this rank exits non-zero.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +23,11 @@ namespace par::tooling {
 void setToolName(const std::string &name);
 const std::string &toolName();
 
-/// Prints "<tool>: error: <msg>" to stderr and exits with status 1.
+/// Prints "<tool>: error: <msg>" to stderr, flushes stdout, runs the
+/// cleanups registered with atFatal and exits with status 1.
 [[noreturn]] void fatal(const std::string &msg);
+/// Registers `cleanup` (e.g. removing a temporary directory) for fatal.
+void atFatal(void (*cleanup)());
 
 /// fatal(what + ": " + the context's last error) unless `s` is PAR_OK.
 void checkRuntime(par_status_t s, par_rt_context_t *ctx,
