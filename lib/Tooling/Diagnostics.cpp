@@ -29,13 +29,24 @@ void setToolName(const std::string &n) { name() = n; }
 
 const std::string &toolName() { return name(); }
 
-void fatal(const std::string &msg) {
-  fprintf(stderr, "%s: error: %s\n", name().c_str(), msg.c_str());
+namespace {
+void report(const std::string &line) {
+  fprintf(stderr, "%s: %s\n", name().c_str(), line.c_str());
   fflush(stderr);
   fflush(stdout);
   for (void (*cleanup)() : cleanups())
     cleanup();
+}
+} // namespace
+
+void fatal(const std::string &msg) {
+  report("error: " + msg);
   _exit(1);
+}
+
+void crash(const std::string &msg) {
+  report(msg);
+  abort();
 }
 
 void atFatal(void (*cleanup)()) { cleanups().push_back(cleanup); }

@@ -73,10 +73,8 @@ void ModuleRun::injectCrash() const {
   const char *inject = getenv("PAR_RUN_INJECT_CRASH");
   if (!inject || strtoll(inject, nullptr, 10) != rank)
     return;
-  fprintf(stderr, "%s: rank %lld: crashing on purpose (PAR_RUN_INJECT_CRASH)\n",
-          toolName().c_str(), (long long)rank);
-  fflush(stderr);
-  abort();
+  crash("rank " + std::to_string(rank) +
+        ": crashing on purpose (PAR_RUN_INJECT_CRASH)");
 }
 
 void ModuleRun::train() {

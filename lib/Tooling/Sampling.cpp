@@ -163,7 +163,8 @@ std::string sampleFromParameters(const Session &reference,
             "' is not a parameter of the pipelined '" + func + "'");
     args.push_back(i == tok ? nullptr : &it->second);
   }
-  if (tok >= sf.inputs.size() || sf.outputs.size() != 1 || sf.outputs[0].global.size() != 3 ||
+  if (tok >= sf.inputs.size() || sf.outputs.size() != 1 ||
+      sf.outputs[0].global.size() != 3 ||
       sf.inputs[tok].dtype != PAR_I64 || sf.inputs[tok].global.size() != 2)
     fatal("--sample: '" + name + "' must map tokens [batch, seq] to "
           "logits [batch, seq, vocab]");

@@ -229,12 +229,10 @@ int main(int argc, char **argv) {
   struct stat st;
   if (stat(o.run.artifact.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     fatal("cannot open artifact directory '" + o.run.artifact + "'");
-  Function f;
-  {
-    Session manifest(o.run.artifact, PAR_PROGRAM_SHARDED, nullptr,
-                     /*loadCode=*/false);
-    f = manifest.lookup(o.run.entry);
-  }
+  // The manifest alone (the launcher needs the mesh, not the code).
+  Session manifest(o.run.artifact, PAR_PROGRAM_SHARDED, nullptr,
+                   /*loadCode=*/false);
+  Function f = manifest.lookup(o.run.entry);
   if (!insideMPIJob()) {
     if (o.ranks != f.devices())
       fatal("-n " + std::to_string(o.ranks) + " does not match the mesh of '" +

@@ -209,9 +209,10 @@ par_status_t par_function_scatter(const par_function_t *function, par_io_t io,
                                   int64_t index, const void *global,
                                   void *local);
 
-/* Collective over the world: gathers every rank's local block of tensor
- * (io, index) to rank 0, which assembles `global_on_root` (partial values
- * reduced by partial_kind); other ranks may pass NULL. Along a mesh axis
+/* Collective over the world (the session's context; without one, this
+ * process alone): gathers every rank's local block of tensor (io, index)
+ * to rank 0, which assembles `global_on_root` (partial values reduced by
+ * partial_kind); other ranks may pass NULL. Along a mesh axis
  * the tensor neither splits nor holds partial over, the blocks are copies:
  * the one at coordinate source_coords[axis] is taken (source_coords NULL:
  * coordinate 0 on every axis). */

@@ -26,8 +26,13 @@ const std::string &toolName();
 /// Prints "<tool>: error: <msg>" to stderr, flushes stdout, runs the
 /// cleanups registered with atFatal and exits with status 1.
 [[noreturn]] void fatal(const std::string &msg);
-/// Registers `cleanup` (e.g. removing a temporary directory) for fatal.
+/// Registers `cleanup` (e.g. removing a temporary directory) for fatal
+/// and crash.
 void atFatal(void (*cleanup)());
+
+/// Prints "<tool>: <msg>" to stderr, runs the cleanups and aborts (a
+/// deliberate crash, for tests of the failure path).
+[[noreturn]] void crash(const std::string &msg);
 
 /// fatal(what + ": " + the context's last error) unless `s` is PAR_OK.
 void checkRuntime(par_status_t s, par_rt_context_t *ctx,

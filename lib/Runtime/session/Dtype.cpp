@@ -1,4 +1,4 @@
-//===- Dtype.cpp - The element-type table of the session API ---------------===//
+//===- Dtype.cpp - The element-type table of the session API --------------===//
 //
 // One table for every par_dtype_t: its manifest name, size in memory and
 // .npy descriptor (par_session.h states the i1 and bf16 conventions), plus

@@ -199,7 +199,8 @@ FunctionSpec parseFunction(const JsonValue &fv) {
   int k = 0;
   if (const std::vector<JsonValue> *in = fv.getArray("inputs"))
     for (const JsonValue &t : *in)
-      spec.inputs.push_back(parseTensor(t, spec, "arg" + std::to_string(k++), c));
+      spec.inputs.push_back(
+          parseTensor(t, spec, "arg" + std::to_string(k++), c));
   k = 0;
   if (const std::vector<JsonValue> *out = fv.getArray("outputs"))
     for (const JsonValue &t : *out)

@@ -317,8 +317,8 @@ par_status_t par_function_gather(const par_function_t *fn, par_io_t io,
     return badTensor(fn, io, index);
   par_session_t *s = fn->session;
   int64_t bytes = t->localCount * par_dtype_info(t->dtype)->element_size;
-  std::vector<char> gathered(s->rank == 0 ? std::max<int64_t>(1, bytes * s->world)
-                                          : 1);
+  std::vector<char> gathered(
+      s->rank == 0 ? std::max<int64_t>(1, bytes * s->world) : 1);
   if (s->options.context) {
     par_rt_context_t *ctx = s->options.context;
     if (par_rt_gather_world(ctx, local, bytes, gathered.data()) != PAR_OK)
