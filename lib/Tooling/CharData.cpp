@@ -47,15 +47,20 @@ void DataLoader::check(const Function &f, size_t tokensArg,
     if (t.dtype != PAR_I64 || t.global.size() != 2)
       fatal("--data: arg" + std::to_string(a) + " of '" + f.name +
             "' must be an i64 [batch, seq] tensor");
-    if ((int64_t)tokens.size() < t.global[1] + 2)
-      fatal("--data: the corpus is shorter than one window");
+    checkWindow(t.global[1]);
   }
+}
+
+void DataLoader::checkWindow(int64_t seq) const {
+  if ((int64_t)tokens.size() < seq + 2)
+    fatal("--data: the corpus is shorter than one window");
 }
 
 Buffer DataLoader::batch(const Tensor &t, bool isTarget, int64_t step,
                          int64_t m, int64_t mb) const {
   Buffer buf = zeroBuffer(t.globalBytes());
   int64_t seq = t.global[1];
+  checkWindow(seq);
   uint64_t windows = tokens.size() - seq - 1;
   for (int64_t g = 0; g < t.globalCount; ++g) {
     int64_t row = (g / seq) * m + mb, col = g % seq;

@@ -85,6 +85,7 @@ private:
 
   void loadSchedule();
   void loadStages();
+  void checkStage(int64_t s) const;
   void prepareCommunicators();
   void initStage(int64_t s);
   void printHeader();
@@ -168,6 +169,8 @@ void PipelineRun::loadStages() {
       stages[s].gradWeight = sharded.lookup(base + "_bw_grad");
     }
   }
+  for (int64_t s = 0; s < S; ++s)
+    checkStage(s);
   const Function &f0 = stages[0].fwd;
   if (f0.devices() != world)
     fatal("the pipelined program's mesh has " + std::to_string(f0.devices()) +
@@ -182,6 +185,31 @@ void PipelineRun::loadStages() {
   std::vector<int64_t> last(coords.size(), 0);
   last[ppAxis] = shape.rankOf(S - 1);
   lossRoot = f0.rankOf(last);
+}
+
+/// Checks that stage s's functions have the arguments and results the
+/// interpreter uses (a hand-edited manifest may lack them).
+void PipelineRun::checkStage(int64_t s) const {
+  const StageProgram &st = stages[s];
+  size_t P = st.update.stageArgs.size(), in = s > 0 ? 1 : 0;
+  auto need = [&](const Function &fn, size_t inputs, size_t outputs) {
+    if (fn.inputs.size() < inputs || fn.outputs.size() < outputs)
+      fatal("manifest: '" + fn.name + "' has too few arguments or results "
+            "for pipeline stage " + std::to_string(s));
+  };
+  need(st.fwd, std::max<size_t>(1, st.fwd.stageArgs.size() + in), 1);
+  if (s == 0 && st.fwd.inputs[0].global.empty())
+    fatal("manifest: arg0 of '" + st.fwd.name + "' has no batch dimension");
+  need(st.grad, st.fwd.stageArgs.size() + in, 1 + P + in);
+  need(st.update, 2 * P, P);
+  if (shape.splitBackward) {
+    if (s > 0)
+      need(st.gradInput, st.fwd.stageArgs.size() + in, 2);
+    need(st.gradWeight, st.fwd.stageArgs.size() + in, 1 + P);
+  }
+  if (st.update.outputs.size() < st.update.inputs.size() - P)
+    fatal("manifest: '" + st.update.name + "' has too few results for "
+          "pipeline stage " + std::to_string(s));
 }
 
 /// Ranks run different stages from here on, but communicators are made

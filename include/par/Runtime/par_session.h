@@ -19,6 +19,20 @@
  * par_function_scatter and par_function_gather convert between a global
  * tensor and the local blocks by the tensor's sharding.
  *
+ * A driver's calls, on every rank of a job (errors unchecked for brevity):
+ *
+ *   par_session_options_t o;
+ *   par_session_options_initialize(&o);
+ *   o.context = ctx;                      // from par_rt_context_create
+ *   par_session_t *s;
+ *   par_session_create("out", &o, &s);    // out/sharded.json, sharded.so
+ *   par_function_t *f;
+ *   par_session_lookup_function(s, "mlp", &f);
+ *   par_function_scatter(f, PAR_INPUT, 0, x_global, x_local);  // each input
+ *   par_function_call(f, inputs, outputs);                     // local blocks
+ *   par_function_gather(f, PAR_OUTPUT, 0, outputs[0], y_global, NULL);
+ *   par_session_destroy(s);
+ *
  * Ownership: par_session_create returns a session the caller frees with
  * par_session_destroy; functions, their info structs and every string and
  * array they point to are owned by the session and live until it is

@@ -31,6 +31,8 @@ struct DataLoader {
   /// Checks that arguments `tokensArg` and `targetsArg` of `f` are i64
   /// [batch, seq] tensors the corpus has a window for.
   void check(const Function &f, size_t tokensArg, size_t targetsArg) const;
+  /// Fatal unless the corpus holds a window of `seq` tokens and its target.
+  void checkWindow(int64_t seq) const;
   /// The global token (or, with `isTarget`, target) tensor `t` of
   /// micro-batch `mb` of `m` of step `step`: its row i is row i * m + mb of
   /// the step's batch, as par-optimizer's micro-batches=m slices it (m = 1,
