@@ -113,6 +113,9 @@ int64_t Function::rankOf(const std::vector<int64_t> &coords) const {
 
 std::vector<Buffer>
 Function::call(const std::vector<const Buffer *> &args) const {
+  if (args.size() != inputs.size())
+    fatal("'" + name + "' takes " + std::to_string(inputs.size()) +
+          " arguments, not " + std::to_string(args.size()));
   std::vector<const void *> in;
   for (const Buffer *b : args)
     in.push_back(b->data());
