@@ -1,0 +1,242 @@
+/*===- par_session.h - Loading and calling compiled par programs ---------===*
+ *
+ * The session API sits over the runtime's host API (par_runtime.h) the way
+ * IREE's iree/runtime/session.h sits over its HAL: a driver (par-run, a
+ * test, an embedding application) opens a compiled artifact directory,
+ * looks up a function, learns its interface and calls it, without knowing
+ * the manifest format or the memref calling convention.
+ *
+ *   session   one artifact directory and one of its two programs: the SPMD
+ *             program (sharded.json + sharded.so) or the unsharded
+ *             reference (reference.json + reference.so). Entry points are
+ *             the symbols par_packed_<name> of the .so.
+ *   function  one entry point: its mesh, and per input and output the
+ *             element type, global shape, this rank's local shape and the
+ *             sharding (which mesh axes split each dimension, which hold
+ *             partial values).
+ *
+ * Calls take and return this rank's local blocks (row-major, contiguous).
+ * par_function_scatter and par_function_gather convert between a global
+ * tensor and the local blocks by the tensor's sharding.
+ *
+ * A driver's calls, on every rank of a job (errors unchecked for brevity):
+ *
+ *   par_session_options_t o;
+ *   par_session_options_initialize(&o);
+ *   o.context = ctx;                      // from par_rt_context_create
+ *   par_session_t *s;
+ *   par_session_create("out", &o, &s);    // out/sharded.json, sharded.so
+ *   par_function_t *f;
+ *   par_session_lookup_function(s, "mlp", &f);
+ *   par_function_scatter(f, PAR_INPUT, 0, x_global, x_local);  // each input
+ *   par_function_call(f, inputs, outputs);                     // local blocks
+ *   par_function_gather(f, PAR_OUTPUT, 0, outputs[0], y_global, NULL);
+ *   par_session_destroy(s);
+ *
+ * Ownership: par_session_create returns a session the caller frees with
+ * par_session_destroy; functions, their info structs and every string and
+ * array they point to are owned by the session and live until it is
+ * destroyed. Buffers passed to calls are the caller's: a call copies its
+ * results into them and keeps nothing.
+ *
+ * Errors: every fallible call returns a par_status_t; the message of the
+ * last failure is par_session_last_error(session) (par_session_last_error
+ * (NULL) for a failed par_session_create).
+ *
+ * Thread safety: none beyond the runtime's. A session (and its functions)
+ * is used from one thread; calls and collectives act on the runtime's
+ * current context. Info queries only read immutable data.
+ *
+ * Element types (par_dtype_t from par_runtime.h): one table, with the size
+ * in memory and the .npy descriptor of each. i1 is one byte holding 0 or 1
+ * (numpy bool, "|b1"). bf16 has no numpy type: its .npy convention is the
+ * raw 16-bit pattern as little-endian uint16 ("<u2"); in numpy,
+ * (a.astype(np.uint32) << 16).view(np.float32) widens it to f32.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef PAR_RUNTIME_PAR_SESSION_H
+#define PAR_RUNTIME_PAR_SESSION_H
+
+#include "par/Runtime/par_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===------------------------- Element types ----------------------------===*/
+
+typedef struct par_dtype_info_t {
+  par_dtype_t dtype;
+  const char *name;      /* as in manifests: "f32", "bf16", "i1", ... */
+  int64_t element_size;  /* bytes per element in memory */
+  int is_float;
+  const char *npy_descr; /* "<f4", "|i1", "|b1"; bf16: "<u2" (raw bits) */
+} par_dtype_info_t;
+
+/* The table entry of `dtype`, or NULL if it is no par_dtype_t. */
+const par_dtype_info_t *par_dtype_info(par_dtype_t dtype);
+/* The number of entries and entry `i` (for listing the table). */
+int64_t par_dtype_count(void);
+const par_dtype_info_t *par_dtype_info_at(int64_t i);
+/* Looks up a manifest name ("f32"); PAR_ERR_INVALID_ARGUMENT if unknown. */
+par_status_t par_dtype_from_name(const char *name, par_dtype_t *out_dtype);
+/* Element `index` of a buffer of `dtype` as a double, and back (floats
+ * round to nearest even, integers round to nearest, i1 is value != 0). */
+double par_dtype_load(par_dtype_t dtype, const void *base, int64_t index);
+void par_dtype_store(par_dtype_t dtype, void *base, int64_t index,
+                     double value);
+
+/*===---------------------------- Sessions ------------------------------===*/
+
+typedef enum par_program_t {
+  PAR_PROGRAM_SHARDED = 0,   /* sharded.json + sharded.so (SPMD, all ranks) */
+  PAR_PROGRAM_REFERENCE = 1, /* reference.json + reference.so (1 device) */
+} par_program_t;
+
+typedef struct par_session_options_t {
+  par_program_t program;
+  /* The runtime context the functions run under (borrowed; must outlive
+   * the session). It gives this process's rank and the world for
+   * par_function_gather. NULL: a single process of rank 0. */
+  par_rt_context_t *context;
+  /* 0: read the manifest only (functions can be inspected, not called;
+   * the .so is not opened). */
+  int load_code;
+} par_session_options_t;
+
+/* Defaults: the sharded program, no context, code loaded. */
+void par_session_options_initialize(par_session_options_t *options);
+
+typedef struct par_session_t par_session_t;
+typedef struct par_function_t par_function_t;
+
+/* Reads `artifact_dir`'s manifest of the chosen program and, with
+ * load_code, opens its .so. */
+par_status_t par_session_create(const char *artifact_dir,
+                                const par_session_options_t *options,
+                                par_session_t **out_session);
+/* NULL is allowed. */
+void par_session_destroy(par_session_t *session);
+
+/* The last error's message, valid until the next call on `session`; with
+ * NULL, why the last par_session_create failed. */
+const char *par_session_last_error(const par_session_t *session);
+/* The manifest's path ("DIR/sharded.json"). */
+const char *par_session_manifest_path(const par_session_t *session);
+
+/* The function `name` (NULL or "": the manifest's first). Fails if the
+ * manifest has none of that name, if its entry is malformed, or (with
+ * load_code) if the .so lacks par_packed_<name>. */
+par_status_t par_session_lookup_function(par_session_t *session,
+                                         const char *name,
+                                         par_function_t **out_function);
+
+/* The pipeline section par-pipeline-split/par-pipeline-schedule write. */
+typedef struct par_pipeline_info_t {
+  int present;          /* 0: the artifact is not pipelined */
+  const char *func;     /* the split function; NULL if absent */
+  const char *axis;     /* the pipeline mesh axis; NULL if absent */
+  const char *schedule; /* NULL if absent */
+  const char *backward; /* "full" or "split"; NULL if absent */
+  int64_t p, m, v;      /* ranks, micro-batches, virtual stages (0 absent) */
+  int64_t num_programs; /* one action list per pipeline rank */
+  const char *const *programs;
+} par_pipeline_info_t;
+/* Fails if the pipeline section is malformed (not if it is absent). */
+par_status_t par_session_pipeline(par_session_t *session,
+                                  par_pipeline_info_t *out_info);
+
+/*===--------------------------- Functions ------------------------------===*/
+
+typedef struct par_mesh_axis_t {
+  const char *name;
+  int64_t size;
+} par_mesh_axis_t;
+
+typedef struct par_function_info_t {
+  const char *name;
+  int64_t num_inputs, num_outputs;
+  int64_t num_axes; /* the mesh; a process's rank is row-major in it */
+  const par_mesh_axis_t *axes;
+  int64_t devices;  /* product of the axis sizes */
+  /* Train steps: num_feedback pairs (result, argument) in `feedback`;
+   * after a step the result feeds the argument. */
+  int64_t num_feedback;
+  const int64_t *feedback;
+  int64_t micro_batches; /* gradient accumulation (1: none) */
+  /* Pipeline stage functions: the stage (-1: none) and for each leading
+   * argument the split function's argument it stands for. */
+  int64_t stage;
+  int64_t num_stage_args;
+  const int64_t *stage_args;
+} par_function_info_t;
+
+void par_function_info(const par_function_t *function,
+                       par_function_info_t *out_info);
+
+typedef enum par_io_t { PAR_INPUT = 0, PAR_OUTPUT = 1 } par_io_t;
+
+typedef struct par_tensor_info_t {
+  par_dtype_t dtype;
+  int64_t rank;
+  const int64_t *global_shape, *local_shape;
+  int64_t global_count, local_count; /* elements */
+  /* Dimension d is split over dim_axis_counts[d] mesh axes (indices into
+   * the function's axes, major first), listed one dimension after the
+   * other in dim_axes. */
+  const int64_t *dim_axis_counts;
+  const int64_t *dim_axes;
+  /* Mesh axes over which the local blocks hold partial values, reduced by
+   * partial_kind (PAR_SUM, PAR_MAX or PAR_MIN). */
+  int64_t num_partial;
+  const int64_t *partial_axes;
+  par_reduction_t partial_kind;
+  /* The program's initialiser (par.init): "", "zeros", "ones" or
+   * "uniform:<scale>". */
+  const char *init;
+} par_tensor_info_t;
+
+par_status_t par_function_tensor(const par_function_t *function, par_io_t io,
+                                 int64_t index, par_tensor_info_t *out_info);
+
+/* This process's rank and its coordinates on the function's mesh
+ * (num_axes values), and the rank of given coordinates. */
+int64_t par_function_rank(const par_function_t *function);
+void par_function_coords(const par_function_t *function, int64_t rank,
+                         int64_t *out_coords);
+int64_t par_function_rank_of(const par_function_t *function,
+                             const int64_t *coords);
+
+/* Calls the function on this rank's local blocks: inputs[i] holds input
+ * i's local block; results are copied into outputs[k] (local size of
+ * output k). Programs may run collectives: in a sharded session every rank
+ * calls, in the same order. */
+par_status_t par_function_call(par_function_t *function,
+                               const void *const *inputs,
+                               void *const *outputs);
+
+/* Copies this rank's local block of tensor (io, index) out of `global`
+ * (every rank holds the whole tensor; no communication). For a partial
+ * tensor one rank per partial group (coordinate 0 on every partial axis)
+ * takes the values and the others the reduction's neutral element. */
+par_status_t par_function_scatter(const par_function_t *function, par_io_t io,
+                                  int64_t index, const void *global,
+                                  void *local);
+
+/* Collective over the world (the session's context; without one, this
+ * process alone): gathers every rank's local block of tensor (io, index)
+ * to rank 0, which assembles `global_on_root` (partial values reduced by
+ * partial_kind); other ranks may pass NULL. Along a mesh axis
+ * the tensor neither splits nor holds partial over, the blocks are copies:
+ * the one at coordinate source_coords[axis] is taken (source_coords NULL:
+ * coordinate 0 on every axis). */
+par_status_t par_function_gather(const par_function_t *function, par_io_t io,
+                                 int64_t index, const void *local,
+                                 void *global_on_root,
+                                 const int64_t *source_coords);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PAR_RUNTIME_PAR_SESSION_H */

@@ -1,0 +1,106 @@
+//===- Function.h - C++ conveniences over the session API -------*- C++ -*-===//
+//
+// The tooling works on values: a Session owns a par_session_t, a Function
+// copies what par_function_info/par_function_tensor say into vectors and
+// strings (shapes, shardings as axis indices, feedback pairs), and its
+// call/scatter/gather take and return byte buffers. Every session failure
+// is fatal (Diagnostics.h) with the session's message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_TOOLING_FUNCTION_H
+#define PAR_TOOLING_FUNCTION_H
+
+#include "par/Runtime/par_session.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace par::tooling {
+
+using Buffer = std::vector<char>;
+
+/// A zero-filled buffer of `bytes` (at least one byte, so that data() is
+/// never null).
+Buffer zeroBuffer(int64_t bytes);
+
+/// One input or output of a function.
+struct Tensor {
+  par_dtype_t dtype = PAR_F32;
+  std::string dtypeName;
+  int64_t elementSize = 0;
+  bool isFloat = false;
+  std::vector<int64_t> global, local;
+  std::vector<std::vector<int64_t>> dims; // mesh axes splitting each dim
+  std::vector<int64_t> partial;           // mesh axes holding partial sums
+  par_reduction_t partialKind = PAR_SUM;
+  std::string init;
+  int64_t globalCount = 1, localCount = 1;
+
+  int64_t localBytes() const { return localCount * elementSize; }
+  int64_t globalBytes() const { return globalCount * elementSize; }
+  /// Same element type, local shape and sharding.
+  bool sameLayout(const Tensor &o) const;
+  /// No dimension split and no partial axis.
+  bool replicated() const;
+};
+
+class Function {
+public:
+  Function() = default;
+  Function(par_session_t *session, par_function_t *fn);
+
+  std::string name;
+  std::vector<std::string> axisNames;
+  std::vector<int64_t> axisSizes;
+  std::vector<Tensor> inputs, outputs;
+  /// (result, argument): after a train step the result feeds the argument.
+  std::vector<std::pair<size_t, size_t>> feedback;
+  int64_t microBatches = 1;
+  int64_t stage = -1;
+  std::vector<int64_t> stageArgs;
+
+  int64_t devices() const;
+  int64_t axisIndex(const std::string &axis) const;
+  /// This process's rank, a rank's mesh coordinates, and back.
+  int64_t rank() const;
+  std::vector<int64_t> coords(int64_t rank) const;
+  int64_t rankOf(const std::vector<int64_t> &coords) const;
+
+  /// Calls the function on local blocks; returns the local results.
+  std::vector<Buffer> call(const std::vector<const Buffer *> &args) const;
+  std::vector<Buffer> call(const std::vector<Buffer> &args) const;
+  /// This rank's block of a global tensor (par_function_scatter).
+  Buffer scatter(par_io_t io, size_t index, const Buffer &global) const;
+  /// The global tensor on rank 0 (empty elsewhere; par_function_gather).
+  Buffer gather(par_io_t io, size_t index, const void *local,
+                const int64_t *sourceCoords = nullptr) const;
+
+private:
+  void check(par_status_t s) const;
+  par_session_t *session = nullptr;
+  par_function_t *fn = nullptr;
+};
+
+/// One program of an artifact directory.
+class Session {
+public:
+  Session(const std::string &artifact, par_program_t program,
+          par_rt_context_t *context, bool loadCode = true);
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  /// The function `name` ("" for the first).
+  Function lookup(const std::string &name) const;
+  par_pipeline_info_t pipeline() const;
+  std::string manifestPath() const;
+
+private:
+  par_session_t *session = nullptr;
+};
+
+} // namespace par::tooling
+
+#endif // PAR_TOOLING_FUNCTION_H

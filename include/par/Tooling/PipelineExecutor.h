@@ -1,0 +1,32 @@
+//===- PipelineExecutor.h - Running a pipelined train step ------*- C++ -*-===//
+//
+// A pipelined artifact (par-pipeline-split, par-autodiff, par-optimizer,
+// par-pipeline-schedule) holds per stage s a forward `<f>_s<s>_fwd`, a
+// backward `<f>_s<s>_grad` (or, split, `_bi_grad` and `_bw_grad`) and an
+// update `<f>_s<s>_update`, plus every pipeline rank's ordered actions.
+// Each rank keeps the parameters and optimizer state of its own stages
+// only, interprets its actions as they are listed (transfers over the
+// pipeline axis with the runtime's send/recv), sums each parameter
+// gradient over the micro-batches and then applies its stages' updates. A
+// backward recomputes its stage's forward from the stashed stage input, so
+// what a stage holds per micro-batch in flight is its input activation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_TOOLING_PIPELINEEXECUTOR_H
+#define PAR_TOOLING_PIPELINEEXECUTOR_H
+
+#include "par/Tooling/RunModule.h"
+
+namespace par::tooling {
+
+/// Trains the artifact's pipelined program for o.train.steps steps on this
+/// rank of the job `ctx`; reports the peak activations in flight, writes
+/// the trace (o.trace), samples (o.sample) and verifies the loss trajectory
+/// against the unpipelined step on rank 0 (o.verify). Returns the exit
+/// status. Collective.
+int runPipeline(par_rt_context_t *ctx, const RunOptions &o);
+
+} // namespace par::tooling
+
+#endif // PAR_TOOLING_PIPELINEEXECUTOR_H

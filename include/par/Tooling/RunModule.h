@@ -1,0 +1,49 @@
+//===- RunModule.h - Running a compiled program on this rank ----*- C++ -*-===//
+//
+// What par-run does inside a job, as a library (IREE's
+// iree/tooling/run_module.h plays this part for iree-run-module): builds
+// each input's local block (a given .npy or the generator), runs the entry
+// point once, K times (--repeat) or as a train step N times (--steps, with
+// a character corpus for the batches), reports per-rank time and traffic,
+// gathers the results to rank 0 (--output writes them as .npy), verifies
+// them and the loss trajectory against the unsharded reference (--verify)
+// and samples text from the trained model (--sample).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_TOOLING_RUNMODULE_H
+#define PAR_TOOLING_RUNMODULE_H
+
+#include "par/Tooling/Sampling.h"
+#include "par/Tooling/TrainLoop.h"
+
+#include <map>
+#include <string>
+
+namespace par::tooling {
+
+struct RunOptions {
+  std::string artifact;
+  std::string entry;                         // "" = the first function
+  std::map<std::string, std::string> inputs; // "argK" -> FILE.npy
+  uint64_t seed = 0;
+  std::string outputDir;
+  bool verify = false;
+  double rtol = -1; // < 0: the dtype's default tolerance
+  int64_t repeat = 1;
+  TrainLogOptions train; // steps > 0: iterate a train step
+  std::string data;      // a character corpus for the token/target args
+  int64_t tokensArg = 0, targetsArg = 1;
+  SamplingOptions sample; // count > 0: sample after training
+  std::string sampleEntry;
+  std::string trace; // pipelined runs: a Chrome trace of the last step
+};
+
+/// Runs `o.entry` of the artifact's sharded program on this rank of the
+/// job `ctx` (whose mesh is set); returns the exit status (1 when --verify
+/// finds a mismatch). Collective: every rank calls it.
+int runModule(par_rt_context_t *ctx, const RunOptions &o);
+
+} // namespace par::tooling
+
+#endif // PAR_TOOLING_RUNMODULE_H

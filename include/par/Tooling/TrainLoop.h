@@ -1,0 +1,95 @@
+//===- TrainLoop.h - Iterating a train step ---------------------*- C++ -*-===//
+//
+// A train step (par-autodiff + par-optimizer) maps parameters, optimizer
+// state and a batch to the loss (result 0) and the new parameters and
+// state; its manifest's feedback pairs say which result feeds which
+// argument. TrainStepper runs such a step again and again on one set of
+// argument buffers, sharded or on the reference alike; TrainLog prints the
+// progress line and writes the loss CSV and plot.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_TOOLING_TRAINLOOP_H
+#define PAR_TOOLING_TRAINLOOP_H
+
+#include "par/Tooling/CharData.h"
+#include "par/Tooling/Function.h"
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace par::tooling {
+
+/// Checks that `f` can be iterated: it has feedback pairs, each result has
+/// its argument's layout, and the loss (result 0) is a replicated scalar.
+void checkTrainStep(const Function &f);
+
+/// Copies each fed-back result of `outs` into its argument's buffer;
+/// returns the loss (element 0 of result 0).
+double feedBack(const Function &f, const std::vector<Buffer> &outs,
+                std::vector<Buffer> &args);
+
+/// Runs `f` as a train step on `args`: before step s, `fillBatch(s, args)`
+/// (if set) refreshes the data arguments; after it, the results feed back.
+class TrainStepper {
+public:
+  using BatchFn = std::function<void(int64_t step, std::vector<Buffer> &)>;
+  TrainStepper(const Function &f, std::vector<Buffer> &args,
+               BatchFn fillBatch = {})
+      : f(f), args(args), fillBatch(std::move(fillBatch)) {}
+
+  /// Runs step `step` and returns its loss.
+  double step(int64_t step);
+  /// The last step's results and the time its call took.
+  const std::vector<Buffer> &outputs() const { return outs; }
+  double seconds() const { return lastSeconds; }
+
+private:
+  const Function &f;
+  std::vector<Buffer> &args;
+  BatchFn fillBatch;
+  std::vector<Buffer> outs;
+  double lastSeconds = 0;
+};
+
+/// A BatchFn that fills arguments `tokensArg` and `targetsArg` of `f`
+/// with this rank's blocks of `data`'s batch of each step.
+TrainStepper::BatchFn dataBatches(const Function &f, const DataLoader &data,
+                                  size_t tokensArg, size_t targetsArg);
+
+/// Runs the train step `steps` times from `args`; returns the
+/// losses (the last step's results stay in `outputs`).
+std::vector<double> runSteps(const Function &f, std::vector<Buffer> &args,
+                             int64_t steps, TrainStepper::BatchFn fillBatch,
+                             std::vector<Buffer> *outputs = nullptr);
+
+struct TrainLogOptions {
+  int64_t steps = 0;
+  std::string lossCsv;  // "step,loss,seconds" per step (rank 0)
+  std::string lossPlot; // an SVG at the end (rank 0)
+};
+
+/// The training loop's record: every rank keeps the losses; rank 0 prints
+/// the progress line, writes the loss CSV and at the end the plot.
+class TrainLog {
+public:
+  TrainLog(const TrainLogOptions &o, bool rank0);
+  ~TrainLog();
+  /// One step's loss and time; `tokens` < 0 when there is no token count.
+  void step(int64_t step, double loss, double seconds, double tokens);
+  void finish(const std::string &title);
+  const std::vector<double> &losses() const { return losses_; }
+
+private:
+  TrainLogOptions o;
+  bool printing;
+  FILE *csv = nullptr;
+  double start;
+  std::vector<double> losses_;
+};
+
+} // namespace par::tooling
+
+#endif // PAR_TOOLING_TRAINLOOP_H

@@ -1,0 +1,63 @@
+//===- Json.h - A small JSON reader for manifests ---------------*- C++ -*-===//
+//
+// The session reads manifests without LLVM: a JSON value tree (null, bool,
+// number, string, array, object) and a parser that reports the first error
+// with its line. Numbers keep their integer value when they have one.
+// Internal to the session library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_SESSION_JSON_H
+#define PAR_RUNTIME_SESSION_JSON_H
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace par::session {
+
+class JsonValue {
+public:
+  enum class Kind { Null, Bool, Number, String, Array, Object };
+
+  Kind kind() const { return kind_; }
+  bool isNull() const { return kind_ == Kind::Null; }
+
+  /// The value as an integer, if it is a number with an integer value.
+  std::optional<int64_t> integer() const;
+  /// The value as a string, if it is one.
+  const std::string *string() const;
+  /// The elements, if it is an array.
+  const std::vector<JsonValue> *array() const;
+  /// Member `key` of an object (nullptr if this is not an object or it
+  /// lacks the key).
+  const JsonValue *get(const std::string &key) const;
+  /// Shorthands on members: nullptr or nullopt when absent or of another
+  /// kind.
+  const std::string *getString(const std::string &key) const;
+  std::optional<int64_t> getInteger(const std::string &key) const;
+  const std::vector<JsonValue> *getArray(const std::string &key) const;
+  const JsonValue *getObject(const std::string &key) const;
+
+  /// Parses `text`; on failure returns nullopt and sets `error`.
+  static std::optional<JsonValue> parse(const std::string &text,
+                                        std::string &error);
+
+private:
+  friend class JsonParser;
+  Kind kind_ = Kind::Null;
+  bool boolean_ = false;
+  double number_ = 0;
+  bool isInteger_ = false;
+  int64_t integer_ = 0;
+  std::string string_;
+  std::vector<JsonValue> array_;
+  std::map<std::string, JsonValue> object_;
+};
+
+} // namespace par::session
+
+#endif // PAR_RUNTIME_SESSION_JSON_H

@@ -1,0 +1,284 @@
+//===- Manifest.cpp - The session's view of a manifest --------------------===//
+//
+// Reads a manifest with the session's JSON reader and checks what the
+// session relies on: shapes are integer lists of one rank, element types
+// are in the dtype table, sharding axes name mesh axes, feedback pairs and
+// stage arguments are in range. Messages name the entry ("arg1", "result0")
+// and the function, as par-run's always have.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Manifest.h"
+
+#include "Json.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace par::session {
+
+std::vector<int64_t> TensorSpec::axesOfDim(size_t d) const {
+  size_t start = 0;
+  for (size_t i = 0; i < d; ++i)
+    start += dimAxisCounts[i];
+  return std::vector<int64_t>(dimAxes.begin() + start,
+                              dimAxes.begin() + start + dimAxisCounts[d]);
+}
+
+bool TensorSpec::usesAxis(int64_t a) const {
+  for (int64_t x : dimAxes)
+    if (x == a)
+      return true;
+  for (int64_t x : partial)
+    if (x == a)
+      return true;
+  return false;
+}
+
+namespace {
+
+/// Records the first error of a function entry.
+struct Checker {
+  std::string &error;
+  bool failed() const { return !error.empty(); }
+  void fail(const std::string &msg) {
+    if (error.empty())
+      error = "manifest: " + msg;
+  }
+};
+
+std::vector<int64_t> intList(const std::vector<JsonValue> *a,
+                             const std::string &what, Checker &c) {
+  std::vector<int64_t> out;
+  if (!a) {
+    c.fail("missing " + what);
+    return out;
+  }
+  for (const JsonValue &v : *a) {
+    std::optional<int64_t> i = v.integer();
+    if (!i || *i < 0) {
+      c.fail(what + " must hold integers");
+      return out;
+    }
+    out.push_back(*i);
+  }
+  return out;
+}
+
+std::string dtypeList() {
+  std::string s;
+  for (int64_t i = 0; i < par_dtype_count(); ++i)
+    s += std::string(i ? ", " : "") + par_dtype_info_at(i)->name;
+  return s;
+}
+
+int64_t axisIndex(const FunctionSpec &f, const std::string &name) {
+  for (size_t i = 0; i < f.axisNames.size(); ++i)
+    if (f.axisNames[i] == name)
+      return i;
+  return -1;
+}
+
+/// Resolves a list of axis names to mesh-axis indices.
+std::vector<int64_t> axisList(const FunctionSpec &f,
+                              const std::vector<JsonValue> *names,
+                              Checker &c) {
+  std::vector<int64_t> out;
+  if (!names)
+    return out;
+  for (const JsonValue &x : *names)
+    if (const std::string *s = x.string()) {
+      int64_t i = axisIndex(f, *s);
+      if (i < 0)
+        c.fail("unknown mesh axis '" + *s + "'");
+      out.push_back(i);
+    }
+  return out;
+}
+
+void parseSharding(const JsonValue &sh, const FunctionSpec &f, TensorSpec &t,
+                   Checker &c) {
+  if (const std::vector<JsonValue> *dims = sh.getArray("dims"))
+    for (const JsonValue &d : *dims) {
+      std::vector<int64_t> axes = axisList(f, d.array(), c);
+      t.dimAxisCounts.push_back(axes.size());
+      t.dimAxes.insert(t.dimAxes.end(), axes.begin(), axes.end());
+    }
+  t.partial = axisList(f, sh.getArray("partial"), c);
+  if (const std::string *k = sh.getString("partial_kind"))
+    t.partialKind = *k == "max" ? PAR_MAX : *k == "min" ? PAR_MIN : PAR_SUM;
+}
+
+TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
+                       const std::string &what, Checker &c) {
+  TensorSpec t;
+  if (v.kind() != JsonValue::Kind::Object) {
+    c.fail(what + " is not an object");
+    return t;
+  }
+  std::string dtype = v.getString("dtype") ? *v.getString("dtype") : "";
+  t.global = intList(v.getArray("global_shape"), what + ".global_shape", c);
+  t.local = intList(v.getArray("local_shape"), what + ".local_shape", c);
+  const JsonValue *sh = v.getObject("sharding");
+  if (!sh)
+    c.fail(what + " has no sharding");
+  else
+    parseSharding(*sh, f, t, c);
+  if (const std::string *init = v.getString("init"))
+    t.init = *init;
+  if (t.dimAxisCounts.size() != t.global.size() ||
+      t.local.size() != t.global.size())
+    c.fail(what + " has inconsistent ranks");
+  if (par_dtype_from_name(dtype.c_str(), &t.dtype) != PAR_OK)
+    c.fail(what + " has element type '" + dtype +
+           "', which the session does not support (" + dtypeList() + ")");
+  for (int64_t d : t.global)
+    t.globalCount *= d;
+  for (int64_t d : t.local)
+    t.localCount *= d;
+  return t;
+}
+
+void parseMesh(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
+  const JsonValue *mesh = fv.getObject("mesh");
+  const std::vector<JsonValue> *axes = mesh ? mesh->getArray("axes") : nullptr;
+  if (!axes)
+    return;
+  for (const JsonValue &a : *axes) {
+    const std::string *name = a.getString("name");
+    int64_t size = a.getInteger("size").value_or(1);
+    if (size < 1)
+      c.fail("bad mesh axis size in '" + spec.name + "'");
+    spec.axisNames.push_back(name ? *name : "");
+    spec.sizes.push_back(size);
+  }
+}
+
+void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
+  const std::string &name = spec.name;
+  if (const std::vector<JsonValue> *fb = fv.getArray("feedback"))
+    for (const JsonValue &pv : *fb) {
+      const std::vector<JsonValue> *pair = pv.array();
+      if (!pair || pair->size() != 2 || !(*pair)[0].integer() ||
+          !(*pair)[1].integer()) {
+        c.fail("bad feedback pair in '" + name + "'");
+        return;
+      }
+      int64_t r = *(*pair)[0].integer(), a = *(*pair)[1].integer();
+      if (r < 0 || a < 0 || r >= (int64_t)spec.outputs.size() ||
+          a >= (int64_t)spec.inputs.size())
+        c.fail("feedback pair out of range in '" + name + "'");
+      spec.feedback.push_back(r);
+      spec.feedback.push_back(a);
+    }
+  if (const JsonValue *m = fv.get("micro_batches")) {
+    if (!m->integer() || *m->integer() < 1)
+      c.fail("bad micro_batches in '" + name + "'");
+    else
+      spec.microBatches = *m->integer();
+  }
+  if (std::optional<int64_t> k = fv.getInteger("stage"))
+    spec.stage = *k;
+  if (const std::vector<JsonValue> *idx = fv.getArray("stage_args"))
+    for (const JsonValue &v : *idx) {
+      std::optional<int64_t> i = v.integer();
+      if (!i || *i < 0) {
+        c.fail("bad stage_args in '" + name + "'");
+        return;
+      }
+      spec.stageArgs.push_back(*i);
+    }
+}
+
+FunctionSpec parseFunction(const JsonValue &fv) {
+  FunctionSpec spec;
+  spec.name = fv.getString("name") ? *fv.getString("name") : "";
+  Checker c{spec.error};
+  parseMesh(fv, spec, c);
+  int k = 0;
+  if (const std::vector<JsonValue> *in = fv.getArray("inputs"))
+    for (const JsonValue &t : *in)
+      spec.inputs.push_back(
+          parseTensor(t, spec, "arg" + std::to_string(k++), c));
+  k = 0;
+  if (const std::vector<JsonValue> *out = fv.getArray("outputs"))
+    for (const JsonValue &t : *out)
+      spec.outputs.push_back(
+          parseTensor(t, spec, "result" + std::to_string(k++), c));
+  parseTrainMetadata(fv, spec, c);
+  return spec;
+}
+
+void parsePipeline(const JsonValue &pipe, PipelineSpec &p) {
+  p.present = true;
+  auto str = [&](const char *key, std::string &dst, bool &has) {
+    if (const std::string *s = pipe.getString(key)) {
+      dst = *s;
+      has = true;
+    }
+  };
+  str("func", p.func, p.hasFunc);
+  str("axis", p.axis, p.hasAxis);
+  str("schedule", p.schedule, p.hasSchedule);
+  str("backward", p.backward, p.hasBackward);
+  p.p = pipe.getInteger("p").value_or(0);
+  p.m = pipe.getInteger("m").value_or(0);
+  p.v = pipe.getInteger("v").value_or(0);
+  const std::vector<JsonValue> *lines = pipe.getArray("programs");
+  if (!lines) {
+    p.present = false; // not a usable pipeline section
+    return;
+  }
+  for (const JsonValue &l : *lines) {
+    if (!l.string()) {
+      p.error = "manifest: pipeline programs must be strings";
+      return;
+    }
+    p.programs.push_back(*l.string());
+  }
+}
+
+bool readFile(const std::string &path, std::string &text, std::string &error) {
+  FILE *f = fopen(path.c_str(), "rb");
+  if (!f) {
+    error = "cannot read manifest '" + path + "': " + strerror(errno);
+    return false;
+  }
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+    text.append(buf, n);
+  bool ok = !ferror(f);
+  fclose(f);
+  if (!ok)
+    error = "cannot read manifest '" + path + "': " + strerror(errno);
+  return ok;
+}
+
+} // namespace
+
+bool readManifest(const std::string &path, Manifest &out, std::string &error) {
+  std::string text, jsonError;
+  if (!readFile(path, text, error))
+    return false;
+  std::optional<JsonValue> root = JsonValue::parse(text, jsonError);
+  if (!root) {
+    error = "manifest '" + path + "' is not valid JSON: " + jsonError;
+    return false;
+  }
+  const std::vector<JsonValue> *fns = root->getArray("functions");
+  if (fns)
+    for (const JsonValue &fv : *fns)
+      if (fv.kind() == JsonValue::Kind::Object)
+        out.functions.push_back(parseFunction(fv));
+  if (out.functions.empty()) {
+    error = "manifest '" + path + "' lists no functions";
+    return false;
+  }
+  if (const JsonValue *pipe = root->getObject("pipeline"))
+    parsePipeline(*pipe, out.pipeline);
+  return true;
+}
+
+} // namespace par::session

@@ -1,0 +1,70 @@
+//===- Manifest.h - The session's view of a manifest ------------*- C++ -*-===//
+//
+// What par-export-manifest writes (sharded.json, reference.json), read into
+// plain structs: per function the mesh, the tensors' types, shapes and
+// shardings (axis names resolved to indices), train-step feedback and
+// pipeline-stage metadata; and the module's pipeline section. A malformed
+// function entry does not fail the whole manifest: its message is kept and
+// reported when the function is looked up. Internal to the session library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_SESSION_MANIFEST_H
+#define PAR_RUNTIME_SESSION_MANIFEST_H
+
+#include "par/Runtime/par_session.h"
+
+#include <string>
+#include <vector>
+
+namespace par::session {
+
+struct TensorSpec {
+  par_dtype_t dtype = PAR_F32;
+  std::vector<int64_t> global, local;
+  std::vector<int64_t> dimAxisCounts, dimAxes;
+  std::vector<int64_t> partial;
+  par_reduction_t partialKind = PAR_SUM;
+  std::string init;
+  int64_t globalCount = 1, localCount = 1;
+
+  /// The mesh axes splitting dimension `d`, major first.
+  std::vector<int64_t> axesOfDim(size_t d) const;
+  /// Whether the tensor splits or is partial over mesh axis `a`.
+  bool usesAxis(int64_t a) const;
+};
+
+struct FunctionSpec {
+  std::string name;
+  std::string error; // why the entry is unusable; "" if it is fine
+  std::vector<std::string> axisNames;
+  std::vector<int64_t> sizes;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<int64_t> feedback; // (result, argument) pairs, flattened
+  int64_t microBatches = 1;
+  int64_t stage = -1;
+  std::vector<int64_t> stageArgs;
+};
+
+struct PipelineSpec {
+  bool present = false;
+  std::string error;
+  std::string func, axis, schedule, backward;
+  bool hasFunc = false, hasAxis = false, hasSchedule = false,
+       hasBackward = false;
+  int64_t p = 0, m = 0, v = 0;
+  std::vector<std::string> programs;
+};
+
+struct Manifest {
+  std::vector<FunctionSpec> functions;
+  PipelineSpec pipeline;
+};
+
+/// Reads the manifest at `path`; on failure returns false with `error`
+/// set to a message naming the file.
+bool readManifest(const std::string &path, Manifest &out, std::string &error);
+
+} // namespace par::session
+
+#endif // PAR_RUNTIME_SESSION_MANIFEST_H

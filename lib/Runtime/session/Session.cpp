@@ -1,0 +1,344 @@
+//===- Session.cpp - Loading and calling compiled par programs ------------===//
+//
+// The session API of par_session.h. A session owns its manifest, the
+// dlopen'ed program and one par_function_t per manifest entry; the C
+// structs handed out point into them. Calls marshal memref descriptors the
+// way MLIR's packed C interface (par_packed_<name>) expects: argument i is
+// a descriptor {allocated, aligned, offset, sizes[r], strides[r]}, and the
+// results come back as such descriptors, one after the other, in a buffer
+// passed first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Runtime/par_session.h"
+
+#include "Layout.h"
+#include "Manifest.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace par::session;
+
+struct par_function_t {
+  par_session_t *session = nullptr;
+  const FunctionSpec *spec = nullptr;
+  std::vector<par_mesh_axis_t> axes;
+  void (*entry)(void **) = nullptr;
+};
+
+struct par_session_t {
+  std::string artifact, manifestPath, soPath;
+  par_session_options_t options;
+  Manifest manifest;
+  std::vector<std::unique_ptr<par_function_t>> functions;
+  std::vector<const char *> programs; // the pipeline's, as C strings
+  void *handle = nullptr;
+  std::string error;
+  int64_t rank = 0, world = 1;
+
+  par_status_t fail(par_status_t s, const std::string &msg) {
+    error = msg;
+    return s;
+  }
+};
+
+namespace {
+
+std::string createError; // par_session_last_error(NULL)
+
+/// A memref descriptor: {alloc, aligned, offset, sizes[r], strides[r]}.
+std::vector<int64_t> descriptor(const void *data,
+                                const std::vector<int64_t> &shape) {
+  std::vector<int64_t> d;
+  d.push_back((int64_t)(intptr_t)data);
+  d.push_back((int64_t)(intptr_t)data);
+  d.push_back(0);
+  for (int64_t s : shape)
+    d.push_back(s);
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  for (int64_t s : strides)
+    d.push_back(s);
+  return d;
+}
+
+const TensorSpec *tensorOf(const par_function_t *fn, par_io_t io,
+                           int64_t index) {
+  const std::vector<TensorSpec> &list =
+      io == PAR_INPUT ? fn->spec->inputs : fn->spec->outputs;
+  if (index < 0 || index >= (int64_t)list.size())
+    return nullptr;
+  return &list[index];
+}
+
+par_status_t badTensor(const par_function_t *fn, par_io_t io, int64_t index) {
+  return fn->session->fail(PAR_ERR_INVALID_ARGUMENT,
+                           "'" + fn->spec->name + "' has no " +
+                               (io == PAR_INPUT ? "arg" : "result") +
+                               std::to_string(index));
+}
+
+par_status_t openCode(par_session_t *s) {
+  s->handle = dlopen(s->soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!s->handle)
+    return s->fail(PAR_ERR_UNAVAILABLE, "cannot load program '" + s->soPath +
+                                            "': " + dlerror());
+  return PAR_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+void par_session_options_initialize(par_session_options_t *options) {
+  options->program = PAR_PROGRAM_SHARDED;
+  options->context = nullptr;
+  options->load_code = 1;
+}
+
+par_status_t par_session_create(const char *artifact_dir,
+                                const par_session_options_t *options,
+                                par_session_t **out_session) {
+  *out_session = nullptr;
+  createError.clear();
+  auto s = std::make_unique<par_session_t>();
+  par_session_options_initialize(&s->options);
+  if (options)
+    s->options = *options;
+  std::string stem =
+      s->options.program == PAR_PROGRAM_REFERENCE ? "reference" : "sharded";
+  s->artifact = artifact_dir ? artifact_dir : "";
+  s->manifestPath = s->artifact + "/" + stem + ".json";
+  s->soPath = s->artifact + "/" + stem + ".so";
+  if (!readManifest(s->manifestPath, s->manifest, createError))
+    return PAR_ERR_INVALID_ARGUMENT;
+  if (s->options.load_code && openCode(s.get()) != PAR_OK) {
+    createError = s->error;
+    return PAR_ERR_UNAVAILABLE;
+  }
+  if (s->options.context) {
+    s->rank = par_rt_context_rank(s->options.context);
+    s->world = par_rt_context_world_size(s->options.context);
+  }
+  for (const FunctionSpec &f : s->manifest.functions) {
+    auto fn = std::make_unique<par_function_t>();
+    fn->session = s.get();
+    fn->spec = &f;
+    for (size_t i = 0; i < f.sizes.size(); ++i)
+      fn->axes.push_back({f.axisNames[i].c_str(), f.sizes[i]});
+    s->functions.push_back(std::move(fn));
+  }
+  for (const std::string &p : s->manifest.pipeline.programs)
+    s->programs.push_back(p.c_str());
+  *out_session = s.release();
+  return PAR_OK;
+}
+
+void par_session_destroy(par_session_t *session) {
+  if (!session)
+    return;
+  if (session->handle)
+    dlclose(session->handle);
+  delete session;
+}
+
+const char *par_session_last_error(const par_session_t *session) {
+  return session ? session->error.c_str() : createError.c_str();
+}
+
+const char *par_session_manifest_path(const par_session_t *session) {
+  return session->manifestPath.c_str();
+}
+
+par_status_t par_session_lookup_function(par_session_t *s, const char *name,
+                                         par_function_t **out_function) {
+  *out_function = nullptr;
+  std::string want = name ? name : "";
+  for (std::unique_ptr<par_function_t> &fn : s->functions) {
+    if (!want.empty() && fn->spec->name != want)
+      continue;
+    if (!fn->spec->error.empty())
+      return s->fail(PAR_ERR_INVALID_ARGUMENT, fn->spec->error);
+    if (s->options.load_code && !fn->entry) {
+      std::string sym = "par_packed_" + fn->spec->name;
+      fn->entry = (void (*)(void **))dlsym(s->handle, sym.c_str());
+      if (!fn->entry)
+        return s->fail(PAR_ERR_INVALID_ARGUMENT, "program '" + s->soPath +
+                                                     "' has no entry point '" +
+                                                     sym + "'");
+    }
+    *out_function = fn.get();
+    return PAR_OK;
+  }
+  return s->fail(PAR_ERR_INVALID_ARGUMENT, "manifest '" + s->manifestPath +
+                                               "' has no function named '" +
+                                               want + "'");
+}
+
+par_status_t par_session_pipeline(par_session_t *s,
+                                  par_pipeline_info_t *out) {
+  const PipelineSpec &p = s->manifest.pipeline;
+  memset(out, 0, sizeof(*out));
+  if (!p.error.empty())
+    return s->fail(PAR_ERR_INVALID_ARGUMENT, p.error);
+  out->present = p.present;
+  out->func = p.hasFunc ? p.func.c_str() : nullptr;
+  out->axis = p.hasAxis ? p.axis.c_str() : nullptr;
+  out->schedule = p.hasSchedule ? p.schedule.c_str() : nullptr;
+  out->backward = p.hasBackward ? p.backward.c_str() : nullptr;
+  out->p = p.p;
+  out->m = p.m;
+  out->v = p.v;
+  out->num_programs = s->programs.size();
+  out->programs = s->programs.data();
+  return PAR_OK;
+}
+
+void par_function_info(const par_function_t *fn, par_function_info_t *out) {
+  const FunctionSpec &f = *fn->spec;
+  out->name = f.name.c_str();
+  out->num_inputs = f.inputs.size();
+  out->num_outputs = f.outputs.size();
+  out->num_axes = fn->axes.size();
+  out->axes = fn->axes.data();
+  out->devices = 1;
+  for (int64_t size : f.sizes)
+    out->devices *= size;
+  out->num_feedback = f.feedback.size() / 2;
+  out->feedback = f.feedback.data();
+  out->micro_batches = f.microBatches;
+  out->stage = f.stage;
+  out->num_stage_args = f.stageArgs.size();
+  out->stage_args = f.stageArgs.data();
+}
+
+par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,
+                                 int64_t index, par_tensor_info_t *out) {
+  const TensorSpec *t = tensorOf(fn, io, index);
+  if (!t)
+    return badTensor(fn, io, index);
+  out->dtype = t->dtype;
+  out->rank = t->global.size();
+  out->global_shape = t->global.data();
+  out->local_shape = t->local.data();
+  out->global_count = t->globalCount;
+  out->local_count = t->localCount;
+  out->dim_axis_counts = t->dimAxisCounts.data();
+  out->dim_axes = t->dimAxes.data();
+  out->num_partial = t->partial.size();
+  out->partial_axes = t->partial.data();
+  out->partial_kind = t->partialKind;
+  out->init = t->init.c_str();
+  return PAR_OK;
+}
+
+int64_t par_function_rank(const par_function_t *fn) {
+  return fn->session->rank;
+}
+
+void par_function_coords(const par_function_t *fn, int64_t rank,
+                         int64_t *out_coords) {
+  std::vector<int64_t> c = coordsOf(fn->spec->sizes, rank);
+  std::copy(c.begin(), c.end(), out_coords);
+}
+
+int64_t par_function_rank_of(const par_function_t *fn,
+                             const int64_t *coords) {
+  const std::vector<int64_t> &sizes = fn->spec->sizes;
+  return rankOf(sizes, std::vector<int64_t>(coords, coords + sizes.size()));
+}
+
+par_status_t par_function_call(par_function_t *fn, const void *const *inputs,
+                               void *const *outputs) {
+  const FunctionSpec &f = *fn->spec;
+  if (!fn->entry)
+    return fn->session->fail(PAR_ERR_UNAVAILABLE,
+                             "'" + f.name + "' was loaded without its code");
+  std::vector<std::vector<int64_t>> argDescs;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    argDescs.push_back(descriptor(inputs[i], f.inputs[i].local));
+  size_t resultWords = 0;
+  for (const TensorSpec &t : f.outputs)
+    resultWords += 3 + 2 * t.local.size();
+  std::vector<int64_t> results(resultWords + 1, 0);
+  std::vector<void *> argv;
+  if (!f.outputs.empty())
+    argv.push_back(results.data());
+  for (std::vector<int64_t> &d : argDescs)
+    argv.push_back(d.data());
+  fn->entry(argv.data());
+  // Copy the results out and free what the program allocated, once: a
+  // result may alias an input or another result.
+  std::set<intptr_t> owned;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    owned.insert((intptr_t)inputs[i]);
+  size_t w = 0;
+  for (size_t k = 0; k < f.outputs.size(); ++k) {
+    const TensorSpec &t = f.outputs[k];
+    char *alloc = (char *)(intptr_t)results[w];
+    char *aligned = (char *)(intptr_t)results[w + 1];
+    int64_t es = par_dtype_info(t.dtype)->element_size;
+    memcpy(outputs[k], aligned + results[w + 2] * es, t.localCount * es);
+    if (!owned.count((intptr_t)aligned) && !owned.count((intptr_t)alloc)) {
+      owned.insert((intptr_t)aligned);
+      owned.insert((intptr_t)alloc);
+      free(alloc);
+    }
+    w += 3 + 2 * t.local.size();
+  }
+  return PAR_OK;
+}
+
+par_status_t par_function_scatter(const par_function_t *fn, par_io_t io,
+                                  int64_t index, const void *global,
+                                  void *local) {
+  const TensorSpec *t = tensorOf(fn, io, index);
+  if (!t)
+    return badTensor(fn, io, index);
+  extractBlock(*fn->spec, *t, coordsOf(fn->spec->sizes, fn->session->rank),
+               (const char *)global, (char *)local);
+  return PAR_OK;
+}
+
+par_status_t par_function_gather(const par_function_t *fn, par_io_t io,
+                                 int64_t index, const void *local,
+                                 void *global_on_root,
+                                 const int64_t *source_coords) {
+  const TensorSpec *t = tensorOf(fn, io, index);
+  if (!t)
+    return badTensor(fn, io, index);
+  par_session_t *s = fn->session;
+  int64_t bytes = t->localCount * par_dtype_info(t->dtype)->element_size;
+  std::vector<char> gathered(
+      s->rank == 0 ? std::max<int64_t>(1, bytes * s->world) : 1);
+  if (s->options.context) {
+    par_rt_context_t *ctx = s->options.context;
+    if (par_rt_gather_world(ctx, local, bytes, gathered.data()) != PAR_OK)
+      return s->fail(PAR_ERR_COMMUNICATION,
+                     std::string("gathering a result: ") +
+                         par_rt_context_last_error(ctx));
+  } else {
+    memcpy(gathered.data(), local, bytes);
+  }
+  if (s->rank != 0)
+    return PAR_OK;
+  size_t n = fn->spec->sizes.size();
+  std::vector<int64_t> source(n, 0);
+  if (source_coords)
+    source.assign(source_coords, source_coords + n);
+  memset(global_on_root, 0,
+         t->globalCount * par_dtype_info(t->dtype)->element_size);
+  assembleBlocks(*fn->spec, *t, gathered.data(), s->world, source,
+                 (char *)global_on_root);
+  return PAR_OK;
+}
+
+} // extern "C"

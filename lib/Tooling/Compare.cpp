@@ -1,0 +1,86 @@
+//===- Compare.cpp - Comparing results with a reference -------------------===//
+//
+// Errors are relative to the reference's largest magnitude (not per
+// element), so that values near zero do not dominate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Tooling/Compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace par::tooling {
+
+double defaultTolerance(par_dtype_t dtype) {
+  switch (dtype) {
+  case PAR_F64: return 1e-12;
+  case PAR_F32: return 1e-5;
+  case PAR_F16: return 1e-3;
+  case PAR_BF16: return 1e-2;
+  default: return 0; // integers: exact
+  }
+}
+
+double toleranceFor(double rtol, par_dtype_t dtype) {
+  return rtol >= 0 ? rtol : defaultTolerance(dtype);
+}
+
+TensorDiff compareTensors(const Tensor &t, const void *actual,
+                          const void *expected) {
+  TensorDiff d;
+  double maxRef = 0;
+  for (int64_t i = 0; i < t.globalCount; ++i) {
+    double a = par_dtype_load(t.dtype, actual, i);
+    double b = par_dtype_load(t.dtype, expected, i);
+    // A NaN anywhere is a failure, even where both runs agree on it.
+    d.nan |= std::isnan(a) || std::isnan(b);
+    if (!std::isnan(a) && !std::isnan(b))
+      d.maxAbs = std::max(d.maxAbs, std::fabs(a - b));
+    maxRef = std::max(maxRef, std::fabs(b));
+  }
+  if (d.nan)
+    d.maxAbs = NAN;
+  d.rel = maxRef > 0 ? d.maxAbs / maxRef : d.maxAbs;
+  return d;
+}
+
+bool reportTensorDiff(size_t k, const Tensor &t, const TensorDiff &d,
+                      double tol, int64_t steps) {
+  if (steps > 1) {
+    printf("  result%zu %s after %lld steps: max abs error %.3g, max "
+           "rel error %.3g (informational)\n",
+           k, t.dtypeName.c_str(), (long long)steps, d.maxAbs, d.rel);
+    return true;
+  }
+  bool ok = !d.nan && d.rel <= tol;
+  printf("  result%zu %s: max abs error %.3g, max rel error %.3g "
+         "(tolerance %.0e rel) %s\n",
+         k, t.dtypeName.c_str(), d.maxAbs, d.rel, tol, ok ? "OK" : "MISMATCH");
+  return ok;
+}
+
+double lossTrajectoryError(const std::vector<double> &losses,
+                           const std::vector<double> &reference) {
+  double worst = 0;
+  for (size_t i = 0; i < losses.size() && i < reference.size(); ++i) {
+    if (std::isnan(losses[i]) || std::isnan(reference[i]))
+      return NAN;
+    worst = std::max(worst, std::fabs(losses[i] - reference[i]) /
+                                std::max(std::fabs(reference[i]), 1e-30));
+  }
+  return worst;
+}
+
+bool verifyLossTrajectory(const std::vector<double> &losses,
+                          const std::vector<double> &reference, double tol) {
+  double worst = lossTrajectoryError(losses, reference);
+  bool ok = worst <= tol;
+  printf("  loss trajectory over %lld steps: max rel error %.3g (tolerance "
+         "%.0e rel) %s\n",
+         (long long)losses.size(), worst, tol, ok ? "OK" : "MISMATCH");
+  return ok;
+}
+
+} // namespace par::tooling

@@ -1,0 +1,189 @@
+//===- Function.cpp - C++ conveniences over the session API ---------------===//
+//
+// Copies the session's C structs into the tooling's value types once per
+// lookup; calls go straight to par_function_call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Tooling/Function.h"
+
+#include "par/Tooling/Diagnostics.h"
+
+#include <algorithm>
+
+namespace par::tooling {
+
+Buffer zeroBuffer(int64_t bytes) {
+  return Buffer(std::max<int64_t>(1, bytes), 0);
+}
+
+bool Tensor::sameLayout(const Tensor &o) const {
+  return dtype == o.dtype && local == o.local && dims == o.dims &&
+         partial == o.partial;
+}
+
+bool Tensor::replicated() const {
+  for (const std::vector<int64_t> &d : dims)
+    if (!d.empty())
+      return false;
+  return partial.empty();
+}
+
+namespace {
+
+Tensor tensorFrom(const par_tensor_info_t &info) {
+  Tensor t;
+  const par_dtype_info_t *d = par_dtype_info(info.dtype);
+  t.dtype = info.dtype;
+  t.dtypeName = d->name;
+  t.elementSize = d->element_size;
+  t.isFloat = d->is_float;
+  t.global.assign(info.global_shape, info.global_shape + info.rank);
+  t.local.assign(info.local_shape, info.local_shape + info.rank);
+  const int64_t *axes = info.dim_axes;
+  for (int64_t i = 0; i < info.rank; ++i) {
+    t.dims.emplace_back(axes, axes + info.dim_axis_counts[i]);
+    axes += info.dim_axis_counts[i];
+  }
+  t.partial.assign(info.partial_axes, info.partial_axes + info.num_partial);
+  t.partialKind = info.partial_kind;
+  t.init = info.init;
+  t.globalCount = info.global_count;
+  t.localCount = info.local_count;
+  return t;
+}
+
+} // namespace
+
+Function::Function(par_session_t *session, par_function_t *fn)
+    : session(session), fn(fn) {
+  par_function_info_t info;
+  par_function_info(fn, &info);
+  name = info.name;
+  for (int64_t a = 0; a < info.num_axes; ++a) {
+    axisNames.push_back(info.axes[a].name);
+    axisSizes.push_back(info.axes[a].size);
+  }
+  for (par_io_t io : {PAR_INPUT, PAR_OUTPUT}) {
+    int64_t n = io == PAR_INPUT ? info.num_inputs : info.num_outputs;
+    for (int64_t i = 0; i < n; ++i) {
+      par_tensor_info_t t;
+      check(par_function_tensor(fn, io, i, &t));
+      (io == PAR_INPUT ? inputs : outputs).push_back(tensorFrom(t));
+    }
+  }
+  for (int64_t i = 0; i < info.num_feedback; ++i)
+    feedback.push_back({(size_t)info.feedback[2 * i],
+                        (size_t)info.feedback[2 * i + 1]});
+  microBatches = info.micro_batches;
+  stage = info.stage;
+  stageArgs.assign(info.stage_args, info.stage_args + info.num_stage_args);
+}
+
+void Function::check(par_status_t s) const {
+  if (s != PAR_OK)
+    fatal(par_session_last_error(session));
+}
+
+int64_t Function::devices() const {
+  int64_t n = 1;
+  for (int64_t s : axisSizes)
+    n *= s;
+  return n;
+}
+
+int64_t Function::axisIndex(const std::string &axis) const {
+  for (size_t i = 0; i < axisNames.size(); ++i)
+    if (axisNames[i] == axis)
+      return i;
+  return -1;
+}
+
+int64_t Function::rank() const { return par_function_rank(fn); }
+
+std::vector<int64_t> Function::coords(int64_t rank) const {
+  std::vector<int64_t> c(axisSizes.size());
+  par_function_coords(fn, rank, c.data());
+  return c;
+}
+
+int64_t Function::rankOf(const std::vector<int64_t> &coords) const {
+  return par_function_rank_of(fn, coords.data());
+}
+
+std::vector<Buffer>
+Function::call(const std::vector<const Buffer *> &args) const {
+  if (args.size() != inputs.size())
+    fatal("'" + name + "' takes " + std::to_string(inputs.size()) +
+          " arguments, not " + std::to_string(args.size()));
+  std::vector<const void *> in;
+  for (const Buffer *b : args)
+    in.push_back(b->data());
+  std::vector<Buffer> outs;
+  std::vector<void *> out;
+  for (const Tensor &t : outputs)
+    outs.push_back(zeroBuffer(t.localBytes()));
+  for (Buffer &b : outs)
+    out.push_back(b.data());
+  check(par_function_call(fn, in.data(), out.data()));
+  return outs;
+}
+
+std::vector<Buffer> Function::call(const std::vector<Buffer> &args) const {
+  std::vector<const Buffer *> ptrs;
+  for (const Buffer &b : args)
+    ptrs.push_back(&b);
+  return call(ptrs);
+}
+
+Buffer Function::scatter(par_io_t io, size_t index,
+                         const Buffer &global) const {
+  const Tensor &t = io == PAR_INPUT ? inputs[index] : outputs[index];
+  Buffer local = zeroBuffer(t.localBytes());
+  check(par_function_scatter(fn, io, index, global.data(), local.data()));
+  return local;
+}
+
+Buffer Function::gather(par_io_t io, size_t index, const void *local,
+                        const int64_t *sourceCoords) const {
+  const Tensor &t = io == PAR_INPUT ? inputs[index] : outputs[index];
+  Buffer global = rank() == 0 ? zeroBuffer(t.globalBytes()) : Buffer();
+  check(par_function_gather(fn, io, index, local,
+                            global.empty() ? nullptr : global.data(),
+                            sourceCoords));
+  return global;
+}
+
+Session::Session(const std::string &artifact, par_program_t program,
+                 par_rt_context_t *context, bool loadCode) {
+  par_session_options_t options;
+  par_session_options_initialize(&options);
+  options.program = program;
+  options.context = context;
+  options.load_code = loadCode;
+  if (par_session_create(artifact.c_str(), &options, &session) != PAR_OK)
+    fatal(par_session_last_error(nullptr));
+}
+
+Session::~Session() { par_session_destroy(session); }
+
+Function Session::lookup(const std::string &name) const {
+  par_function_t *fn = nullptr;
+  if (par_session_lookup_function(session, name.c_str(), &fn) != PAR_OK)
+    fatal(par_session_last_error(session));
+  return Function(session, fn);
+}
+
+par_pipeline_info_t Session::pipeline() const {
+  par_pipeline_info_t info;
+  if (par_session_pipeline(session, &info) != PAR_OK)
+    fatal(par_session_last_error(session));
+  return info;
+}
+
+std::string Session::manifestPath() const {
+  return par_session_manifest_path(session);
+}
+
+} // namespace par::tooling
+

@@ -1,0 +1,626 @@
+//===- PipelineExecutor.cpp - Running a pipelined train step --------------===//
+//
+// The action interpreter over the session API. Parameters are initialised
+// exactly as the unpipelined step's arguments of the same index, so the
+// loss trajectory can be checked against that step on one rank. Data
+// arguments come from the corpus (--data) or, without one, from the
+// generator's values of the unpipelined step's m-fold arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Tooling/PipelineExecutor.h"
+
+#include "par/Pipeline/Schedule.h"
+#include "par/Tooling/ChromeTrace.h"
+#include "par/Tooling/CharData.h"
+#include "par/Tooling/Compare.h"
+#include "par/Tooling/Diagnostics.h"
+#include "par/Tooling/Values.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <list>
+#include <optional>
+
+namespace par::tooling {
+
+namespace pl = par::pipeline;
+
+namespace {
+
+struct StageProgram {
+  Function fwd, grad, update;
+  /// ZB-H1's halves of the backward: input gradient (stages > 0), weight
+  /// gradients.
+  Function gradInput, gradWeight;
+  /// Parameter buffers by the split function's argument index.
+  std::map<int64_t, Buffer> params;
+  /// The update's state arguments (after params and grads), and the sums
+  /// of the gradients over the micro-batches.
+  std::vector<Buffer> state, gradSum;
+  /// Indices (into fwd's arguments) of the parameters, in update order.
+  std::vector<size_t> paramArgs;
+};
+
+/// A call's arguments: pointers to kept buffers and to ones made for it.
+struct CallArgs {
+  std::deque<Buffer> made;
+  std::vector<const Buffer *> ptrs;
+  void add(const Buffer *b) { ptrs.push_back(b); }
+  void add(Buffer b) {
+    made.push_back(std::move(b));
+    ptrs.push_back(&made.back());
+  }
+};
+
+const char *categoryOf(pl::Op op) {
+  switch (op) {
+  case pl::Op::F: return "forward";
+  case pl::Op::B: return "backward";
+  case pl::Op::BI: return "backward-input";
+  case pl::Op::BW: return "weight-gradient";
+  case pl::Op::SendAct: case pl::Op::SendGrad: return "send";
+  default: return "recv";
+  }
+}
+
+std::string mbStage(const char *what, const pl::Action &a) {
+  return std::string(what) + "(mb=" + std::to_string(a.mb) +
+         ",s=" + std::to_string(a.stage) + ")";
+}
+
+class PipelineRun {
+public:
+  PipelineRun(par_rt_context_t *ctx, const RunOptions &o)
+      : ctx(ctx), o(o), sharded(o.artifact, PAR_PROGRAM_SHARDED, ctx),
+        rank(par_rt_context_rank(ctx)),
+        world(par_rt_context_world_size(ctx)) {}
+
+  int run();
+
+private:
+  using Key = std::pair<int64_t, int64_t>; // (micro-batch, stage)
+
+  void loadSchedule();
+  void loadStages();
+  void checkStage(int64_t s) const;
+  void prepareCommunicators();
+  void initStage(int64_t s);
+  void printHeader();
+  CallArgs stageArgs(int64_t s, int64_t step, int64_t mb, const Buffer *x,
+                     const Buffer *dy);
+  Buffer dataArg(const Function &fs, size_t j, int64_t orig, int64_t s,
+                 int64_t step, int64_t mb);
+  Buffer takeOutputGradient(const pl::Action &a, const char *what);
+  Buffer unstash(const pl::Action &a);
+  std::vector<Buffer> callBackward(const Function &fn, const pl::Action &a,
+                                   int64_t step, const Buffer &x,
+                                   const Buffer &dy);
+  void accumulate(StageProgram &st, const Function &fn,
+                  const std::vector<Buffer> &outs);
+  void runForward(const pl::Action &a, int64_t step);
+  void runBackward(const pl::Action &a, int64_t step);
+  void runBackwardInput(const pl::Action &a, int64_t step);
+  void runBackwardWeight(const pl::Action &a, int64_t step);
+  void runTransfer(const pl::Action &a);
+  void runUpdates();
+  void trainStep(int64_t step);
+  void reportStash();
+  void sample();
+  int verify();
+
+  par_rt_context_t *ctx;
+  const RunOptions &o;
+  Session sharded;
+  int64_t rank, world;
+  std::optional<TrainLog> log;
+  pl::PipelineShape shape;
+  pl::Programs programs;
+  par_pipeline_info_t pipe;
+  std::string func, axisName;
+  int64_t S = 0, m = 0, ppAxis = -1, me = 0, axesCode = 0, lossRoot = 0;
+  std::vector<StageProgram> stages;
+  std::vector<int64_t> coords;
+  DataLoader data;
+  Function stepSpec; // the unpipelined step (no --data)
+  std::map<Key, Buffer> acts, grads, stash, dyStash;
+  std::list<Buffer> inFlight; // buffers of unfinished sends
+  double lossSum = 0;
+  size_t peakStash = 0, peakStashBytes = 0, stashBytes = 0;
+  TraceRecorder trace;
+};
+
+void PipelineRun::loadSchedule() {
+  pipe = sharded.pipeline();
+  if (!pipe.present || !pipe.func || !pipe.axis)
+    fatal("'" + o.artifact + "' is not a pipelined program (build it with "
+          "par-pipeline-split and par-pipeline-schedule)");
+  func = pipe.func;
+  axisName = pipe.axis;
+  // The programs, verified again here (the manifest may be hand-edited).
+  std::string text = "pipeline p=" + std::to_string(pipe.p) +
+                     " m=" + std::to_string(pipe.m) +
+                     " v=" + std::to_string(pipe.v) + " backward=" +
+                     (pipe.backward ? pipe.backward : "full") + "\n";
+  for (int64_t r = 0; r < pipe.num_programs; ++r)
+    text += "rank " + std::to_string(r) + ": " + pipe.programs[r] + "\n";
+  std::string error;
+  if (!pl::parsePrograms(text, "pipeline", shape, programs, error))
+    fatal(error);
+  pl::VerifyResult verified = pl::verifyPrograms(shape, programs, pl::Costs());
+  if (!verified.ok)
+    fatal("the pipeline programs would not run: " + verified.errors.front());
+  S = shape.numStages();
+  m = pipe.m;
+}
+
+void PipelineRun::loadStages() {
+  stages.resize(S);
+  for (int64_t s = 0; s < S; ++s) {
+    std::string base = func + "_s" + std::to_string(s);
+    stages[s].fwd = sharded.lookup(base + "_fwd");
+    stages[s].grad = sharded.lookup(base + "_grad");
+    stages[s].update = sharded.lookup(base + "_update");
+    if (shape.splitBackward) {
+      if (s > 0)
+        stages[s].gradInput = sharded.lookup(base + "_bi_grad");
+      stages[s].gradWeight = sharded.lookup(base + "_bw_grad");
+    }
+  }
+  for (int64_t s = 0; s < S; ++s)
+    checkStage(s);
+  const Function &f0 = stages[0].fwd;
+  if (f0.devices() != world)
+    fatal("the pipelined program's mesh has " + std::to_string(f0.devices()) +
+          " devices but the job has " + std::to_string(world) + " ranks");
+  ppAxis = f0.axisIndex(axisName);
+  if (ppAxis < 0 || f0.axisSizes[ppAxis] != pipe.p)
+    fatal("the mesh has no '" + axisName + "' axis of size " +
+          std::to_string(pipe.p));
+  coords = f0.coords(rank);
+  me = coords[ppAxis];
+  axesCode = ppAxis + 1;
+  std::vector<int64_t> last(coords.size(), 0);
+  last[ppAxis] = shape.rankOf(S - 1);
+  lossRoot = f0.rankOf(last);
+}
+
+/// Checks that stage s's functions have the arguments and results the
+/// interpreter uses (a hand-edited manifest may lack them).
+void PipelineRun::checkStage(int64_t s) const {
+  const StageProgram &st = stages[s];
+  size_t P = st.update.stageArgs.size(), in = s > 0 ? 1 : 0;
+  auto need = [&](const Function &fn, size_t inputs, size_t outputs) {
+    if (fn.inputs.size() < inputs || fn.outputs.size() < outputs)
+      fatal("manifest: '" + fn.name + "' has too few arguments or results "
+            "for pipeline stage " + std::to_string(s));
+  };
+  need(st.fwd, std::max<size_t>(1, st.fwd.stageArgs.size() + in), 1);
+  if (s == 0 && st.fwd.inputs[0].global.empty())
+    fatal("manifest: arg0 of '" + st.fwd.name + "' has no batch dimension");
+  need(st.grad, st.fwd.stageArgs.size() + in, 1 + P + in);
+  need(st.update, 2 * P, P);
+  if (shape.splitBackward) {
+    if (s > 0)
+      need(st.gradInput, st.fwd.stageArgs.size() + in, 2);
+    need(st.gradWeight, st.fwd.stageArgs.size() + in, 1 + P);
+  }
+  if (st.update.outputs.size() < st.update.inputs.size() - P)
+    fatal("manifest: '" + st.update.name + "' has too few results for "
+          "pipeline stage " + std::to_string(s));
+}
+
+/// Ranks run different stages from here on, but communicators are made
+/// collectively over the world: make every one a stage may use (each
+/// ordered list of the other axes) and the pipeline axis's now.
+void PipelineRun::prepareCommunicators() {
+  std::vector<int64_t> others;
+  for (int64_t a = 0; a < (int64_t)coords.size(); ++a)
+    if (a != ppAxis)
+      others.push_back(a);
+  std::vector<int64_t> codes{ppAxis + 1};
+  std::function<void(int64_t, int64_t, uint64_t)> lists =
+      [&](int64_t code, int64_t depth, uint64_t used) {
+        for (size_t i = 0; i < others.size(); ++i)
+          if (!(used >> i & 1)) {
+            int64_t c = code | (others[i] + 1) << (8 * depth);
+            codes.push_back(c);
+            lists(c, depth + 1, used | 1ull << i);
+          }
+      };
+  lists(0, 0, 0);
+  for (int64_t c : codes)
+    checkRuntime(par_rt_context_prepare_axes(ctx, c), ctx,
+                 "preparing the communicators");
+}
+
+/// Parameters (as the unpipelined step's arguments of the same index) and
+/// optimizer state of stage `s`, which this rank runs.
+void PipelineRun::initStage(int64_t s) {
+  StageProgram &st = stages[s];
+  const Function &u = st.update;
+  size_t P = u.stageArgs.size();
+  for (size_t j = 0; j < P; ++j) {
+    int64_t orig = u.stageArgs[j];
+    auto it = std::find(st.fwd.stageArgs.begin(), st.fwd.stageArgs.end(), orig);
+    if (it == st.fwd.stageArgs.end())
+      fatal("manifest: parameter arg" + std::to_string(orig) + " of stage " +
+            std::to_string(s) + " is not an argument of its forward");
+    st.paramArgs.push_back(it - st.fwd.stageArgs.begin());
+    st.params[orig] =
+        u.scatter(PAR_INPUT, j, generateGlobal(u.inputs[j], o.seed, orig));
+  }
+  for (size_t i = 2 * P; i < u.inputs.size(); ++i)
+    st.state.push_back(
+        u.scatter(PAR_INPUT, i, generateGlobal(u.inputs[i], o.seed, 0)));
+  for (size_t j = 0; j < P; ++j)
+    st.gradSum.push_back(zeroBuffer(u.inputs[P + j].localBytes()));
+}
+
+void PipelineRun::printHeader() {
+  if (rank != 0)
+    return;
+  const Function &f0 = stages[0].fwd;
+  const Tensor &tok = f0.inputs[0];
+  int64_t dp = 1;
+  for (size_t a = 0; a < f0.axisSizes.size(); ++a)
+    for (const std::vector<int64_t> &axes : tok.dims)
+      if (std::find(axes.begin(), axes.end(), (int64_t)a) != axes.end())
+        dp *= f0.axisSizes[a];
+  printf("%s: pipeline %s: %lld stages on %lld ranks of '%s' (%s, "
+         "v=%lld), %lld micro-batches; global batch %lld = micro-batch "
+         "%lld x %lld micro-batches x %lld data-parallel\n",
+         toolName().c_str(), func.c_str(), (long long)S, (long long)pipe.p,
+         axisName.c_str(), pipe.schedule ? pipe.schedule : "?",
+         (long long)pipe.v, (long long)m, (long long)(tok.global[0] * m),
+         (long long)(tok.global[0] / dp), (long long)m, (long long)dp);
+}
+
+/// Data argument j (the split function's `orig`) of stage s's function fs
+/// for micro-batch mb of step `step`.
+Buffer PipelineRun::dataArg(const Function &fs, size_t j, int64_t orig,
+                            int64_t s, int64_t step, int64_t mb) {
+  const Tensor &t = fs.inputs[j];
+  if (o.data.empty()) {
+    // Row r of micro-batch mb is row r * m + mb of the step's argument.
+    if ((size_t)orig >= stepSpec.inputs.size() || t.global.empty() ||
+        stepSpec.inputs[orig].global[0] != t.global[0] * m)
+      fatal("stage " + std::to_string(s) + "'s arg" + std::to_string(orig) +
+            " is not an m-fold argument of '" + stepSpec.name + "'");
+    int64_t row = t.globalCount / t.global[0];
+    int64_t mm = m;
+    Buffer g = generateGlobal(t, o.seed, orig, &stepSpec.inputs[orig],
+                              [&](int64_t i) {
+                                return ((i / row) * mm + mb) * row + i % row;
+                              });
+    return fs.scatter(PAR_INPUT, j, g);
+  }
+  if ((orig != o.tokensArg && orig != o.targetsArg) || t.dtype != PAR_I64 ||
+      t.global.size() != 2)
+    fatal("stage " + std::to_string(s) + " takes arg" + std::to_string(orig) +
+          ", which is neither a parameter nor the tokens/targets "
+          "(--tokens/--targets)");
+  return fs.scatter(PAR_INPUT, j,
+                    data.batch(t, orig == o.targetsArg, step, m, mb));
+}
+
+/// The arguments of stage s's forward (or, with dy, backward) for mb.
+CallArgs PipelineRun::stageArgs(int64_t s, int64_t step, int64_t mb,
+                                const Buffer *x, const Buffer *dy) {
+  StageProgram &st = stages[s];
+  const Function &fs = dy || s + 1 == S ? st.grad : st.fwd;
+  CallArgs args;
+  for (size_t j = 0; j < st.fwd.stageArgs.size(); ++j) {
+    int64_t orig = st.fwd.stageArgs[j];
+    auto it = st.params.find(orig);
+    if (it != st.params.end())
+      args.add(&it->second);
+    else
+      args.add(dataArg(fs, j, orig, s, step, mb));
+  }
+  if (s > 0)
+    args.add(x);
+  if (dy)
+    args.add(dy);
+  return args;
+}
+
+/// The gradient of stage a.stage's output for a.mb (none for the last
+/// stage).
+Buffer PipelineRun::takeOutputGradient(const pl::Action &a, const char *what) {
+  if (a.stage + 1 >= S)
+    return Buffer();
+  auto it = grads.find({a.mb, a.stage + 1});
+  if (it == grads.end())
+    fatal("pipeline: " + mbStage(what, a) + " has no output gradient");
+  Buffer dy = std::move(it->second);
+  grads.erase(it);
+  return dy;
+}
+
+/// Adds the parameter gradients (results 1..P of `fn`) to the sums.
+void PipelineRun::accumulate(StageProgram &st, const Function &fn,
+                             const std::vector<Buffer> &outs) {
+  for (size_t j = 0; j < st.paramArgs.size(); ++j) {
+    const Tensor &t = fn.outputs[1 + j];
+    char *sum = st.gradSum[j].data();
+    for (int64_t i = 0; i < t.localCount; ++i)
+      par_dtype_store(t.dtype, sum, i,
+                      par_dtype_load(t.dtype, sum, i) +
+                          par_dtype_load(t.dtype, outs[1 + j].data(), i));
+  }
+}
+
+void PipelineRun::runForward(const pl::Action &a, int64_t step) {
+  Key key{a.mb, a.stage};
+  Buffer x;
+  if (a.stage > 0) {
+    auto it = acts.find(key);
+    if (it == acts.end())
+      fatal("pipeline: " + mbStage("F", a) + " has no input activation");
+    x = std::move(it->second);
+    acts.erase(it);
+  }
+  StageProgram &st = stages[a.stage];
+  std::vector<Buffer> outs =
+      st.fwd.call(stageArgs(a.stage, step, a.mb, &x, nullptr).ptrs);
+  if (a.stage + 1 == S) {
+    const Tensor &loss = stages[S - 1].fwd.outputs[0];
+    lossSum += par_dtype_load(loss.dtype, outs[0].data(), 0);
+  } else {
+    acts[{a.mb, a.stage + 1}] = std::move(outs[0]);
+  }
+  stashBytes += x.size();
+  stash[key] = std::move(x);
+  peakStash = std::max(peakStash, stash.size());
+  peakStashBytes = std::max(peakStashBytes, stashBytes);
+}
+
+/// Takes stage input (a.mb, a.stage) out of the stash.
+Buffer PipelineRun::unstash(const pl::Action &a) {
+  Key key{a.mb, a.stage};
+  Buffer x = std::move(stash[key]);
+  stashBytes -= x.size();
+  stash.erase(key);
+  return x;
+}
+
+/// Calls a backward function `fn` of a.stage on stage input x and (but for
+/// the last stage) output gradient dy.
+std::vector<Buffer> PipelineRun::callBackward(const Function &fn,
+                                              const pl::Action &a,
+                                              int64_t step, const Buffer &x,
+                                              const Buffer &dy) {
+  const Buffer *dyArg = a.stage + 1 < S ? &dy : nullptr;
+  return fn.call(stageArgs(a.stage, step, a.mb, &x, dyArg).ptrs);
+}
+
+void PipelineRun::runBackward(const pl::Action &a, int64_t step) {
+  StageProgram &st = stages[a.stage];
+  Buffer x = unstash(a);
+  Buffer dy = takeOutputGradient(a, "B");
+  std::vector<Buffer> outs = callBackward(st.grad, a, step, x, dy);
+  accumulate(st, st.grad, outs);
+  if (a.stage > 0)
+    grads[{a.mb, a.stage}] = std::move(outs[1 + st.paramArgs.size()]);
+}
+
+/// The input's gradient now (the stage before waits for it); the stage
+/// input and dy stay for BW.
+void PipelineRun::runBackwardInput(const pl::Action &a, int64_t step) {
+  Key key{a.mb, a.stage};
+  StageProgram &st = stages[a.stage];
+  Buffer dy = takeOutputGradient(a, "BI");
+  if (a.stage > 0) {
+    std::vector<Buffer> outs =
+        callBackward(st.gradInput, a, step, stash[key], dy);
+    grads[key] = std::move(outs[1]);
+  }
+  dyStash[key] = std::move(dy);
+}
+
+void PipelineRun::runBackwardWeight(const pl::Action &a, int64_t step) {
+  Key key{a.mb, a.stage};
+  StageProgram &st = stages[a.stage];
+  Buffer x = unstash(a);
+  Buffer dy = std::move(dyStash[key]);
+  dyStash.erase(key);
+  accumulate(st, st.gradWeight, callBackward(st.gradWeight, a, step, x, dy));
+}
+
+/// act(mb, s) is stage s's input; grad(mb, s) its gradient: both have the
+/// layout of stage s's input argument. A send overlaps with what follows:
+/// its buffer stays in `inFlight` until the step's sends are completed.
+void PipelineRun::runTransfer(const pl::Action &a) {
+  Key key{a.mb, a.stage};
+  const Tensor &t = stages[a.stage].fwd.inputs.back();
+  bool isAct = a.op == pl::Op::SendAct || a.op == pl::Op::RecvAct;
+  std::map<Key, Buffer> &pool = isAct ? acts : grads;
+  if (a.isRecv()) {
+    Buffer buf(t.localBytes());
+    par_rt_k_recv((int64_t)(intptr_t)buf.data(), t.localCount, t.dtype,
+                  axesCode, a.peer, isAct ? 0 : 1);
+    pool[key] = std::move(buf);
+    return;
+  }
+  auto it = pool.find(key);
+  if (it == pool.end())
+    fatal("pipeline: nothing to send for " + pl::formatAction(a));
+  inFlight.push_back(std::move(it->second));
+  pool.erase(it);
+  checkRuntime(par_rt_send_async(ctx, inFlight.back().data(), t.localCount,
+                                 t.dtype, axesCode, a.peer, isAct ? 0 : 1),
+               ctx, "sending " + pl::formatAction(a));
+}
+
+/// The optimizer: each stage's update on its summed gradients.
+void PipelineRun::runUpdates() {
+  for (int64_t s = me; s < S; s += pipe.p) {
+    StageProgram &st = stages[s];
+    size_t P = st.paramArgs.size();
+    std::vector<const Buffer *> args;
+    for (int64_t orig : st.update.stageArgs)
+      args.push_back(&st.params[orig]);
+    for (const Buffer &g : st.gradSum)
+      args.push_back(&g);
+    for (const Buffer &x : st.state)
+      args.push_back(&x);
+    std::vector<Buffer> outs = st.update.call(args);
+    for (size_t j = 0; j < P; ++j) {
+      Buffer &dst = st.params[st.update.stageArgs[j]];
+      memcpy(dst.data(), outs[j].data(), dst.size());
+      std::fill(st.gradSum[j].begin(), st.gradSum[j].end(), 0);
+    }
+    for (size_t k = 0; k < st.state.size(); ++k)
+      memcpy(st.state[k].data(), outs[P + k].data(), st.state[k].size());
+  }
+}
+
+void PipelineRun::trainStep(int64_t step) {
+  lossSum = 0;
+  bool tracing = !o.trace.empty() && step == o.train.steps;
+  if (tracing)
+    par_rt_trace_enable(ctx, 1);
+  double t0 = par_rt_now_seconds();
+  for (const pl::Action &a : programs[me]) {
+    double e0 = par_rt_now_seconds();
+    switch (a.op) {
+    case pl::Op::F: runForward(a, step); break;
+    case pl::Op::B: runBackward(a, step); break;
+    case pl::Op::BI: runBackwardInput(a, step); break;
+    case pl::Op::BW: runBackwardWeight(a, step); break;
+    default: runTransfer(a); break;
+    }
+    if (tracing) {
+      pl::Action named = a;
+      named.peer = -1; // trace names carry no peer
+      trace.add(pl::formatAction(named), categoryOf(a.op), e0 - t0,
+                par_rt_now_seconds() - t0);
+      trace.addKernels(ctx, t0);
+    }
+  }
+  checkRuntime(par_rt_wait_sends(ctx), ctx, "completing sends");
+  inFlight.clear();
+  double u0 = par_rt_now_seconds();
+  runUpdates();
+  if (tracing)
+    trace.add("optimizer update", "update", u0 - t0, par_rt_now_seconds() - t0);
+  double loss = lossSum / m;
+  checkRuntime(par_rt_broadcast_world(ctx, &loss, sizeof(loss), lossRoot), ctx,
+               "broadcasting the loss");
+  log->step(step, loss, par_rt_now_seconds() - t0,
+           o.data.empty() ? -1.0
+                          : double(stages[0].fwd.inputs[0].globalCount * m));
+}
+
+/// Per pipeline rank: the most stage inputs held at once (activations in
+/// flight: recomputation keeps nothing else per micro-batch).
+void PipelineRun::reportStash() {
+  double mine[2] = {(double)peakStash, (double)peakStashBytes};
+  std::vector<double> all(2 * world);
+  checkRuntime(par_rt_gather_world(ctx, mine, sizeof(mine), all.data()), ctx,
+               "gathering statistics");
+  if (rank != 0)
+    return;
+  printf("%s: peak in-flight activations (stage inputs held), per "
+         "pipeline rank:",
+         toolName().c_str());
+  for (int64_t r = 0; r < pipe.p; ++r) {
+    std::vector<int64_t> c(coords.size(), 0);
+    c[ppAxis] = r;
+    int64_t w = stages[0].fwd.rankOf(c);
+    printf(" %lld: %.0f (%.0f bytes)", (long long)r, all[2 * w],
+           all[2 * w + 1]);
+  }
+  printf("\n");
+}
+
+/// Every stage's parameters gathered on rank 0, which runs the unsharded
+/// logits function (reference.so) on them.
+void PipelineRun::sample() {
+  std::map<int64_t, Buffer> whole; // by split-function argument
+  for (int64_t s = 0; s < S; ++s) {
+    const Function &u = stages[s].update;
+    int64_t owner = shape.rankOf(s);
+    std::vector<int64_t> source(coords.size(), 0);
+    source[ppAxis] = owner;
+    for (size_t j = 0; j < u.stageArgs.size(); ++j) {
+      Buffer local = zeroBuffer(u.inputs[j].localBytes());
+      if (me == owner)
+        memcpy(local.data(), stages[s].params[u.stageArgs[j]].data(),
+               u.inputs[j].localBytes());
+      Buffer g = u.gather(PAR_INPUT, j, local.data(), source.data());
+      if (rank == 0)
+        whole[u.stageArgs[j]] = std::move(g);
+    }
+  }
+  if (rank != 0)
+    return;
+  Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
+  std::string text =
+      sampleFromParameters(reference, o.sampleEntry, func, whole, o.tokensArg,
+                           o.targetsArg, o.sample);
+  printSample(o.sample, text);
+}
+
+/// The unpipelined train step (par-optimizer, same micro-batches) on one
+/// rank, from the same initial values and batches.
+int PipelineRun::verify() {
+  Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
+  Function ref = reference.lookup(func + "_step");
+  if (ref.microBatches != m)
+    fatal("the reference step accumulates " +
+          std::to_string(ref.microBatches) + " micro-batches, the pipeline " +
+          std::to_string(m));
+  std::vector<Buffer> in = globalInputs(ref, o.seed, {});
+  TrainStepper::BatchFn batches;
+  if (!o.data.empty())
+    batches = dataBatches(ref, data, o.tokensArg, o.targetsArg);
+  std::vector<double> refLosses =
+      runSteps(ref, in, o.train.steps, batches);
+  printf("%s: verify against the unpipelined step (1 rank)\n",
+         toolName().c_str());
+  double tol = toleranceFor(o.rtol, ref.outputs[0].dtype);
+  return verifyLossTrajectory(log->losses(), refLosses, tol) ? 0 : 1;
+}
+
+int PipelineRun::run() {
+  loadSchedule();
+  loadStages();
+  prepareCommunicators();
+  data.seed = o.seed;
+  if (!o.data.empty())
+    data.load(o.data);
+  else
+    stepSpec = sharded.lookup(func + "_step");
+  for (int64_t s = me; s < S; s += pipe.p)
+    initStage(s);
+  log.emplace(o.train, rank == 0);
+  printHeader();
+  for (int64_t step = 1; step <= o.train.steps; ++step)
+    trainStep(step);
+  log->finish(toolName() + ": " + func + " pipelined on " +
+             std::to_string(world) + " ranks, loss per step");
+  reportStash();
+  // The Chrome trace of the last step: one track per rank.
+  if (!o.trace.empty()) {
+    writeChromeTrace(ctx, trace, o.trace, rank, world);
+    if (rank == 0)
+      printf("%s: wrote the trace %s (last step; open in Perfetto)\n",
+             toolName().c_str(), o.trace.c_str());
+  }
+  if (o.sample.count > 0)
+    sample();
+  return o.verify && rank == 0 ? verify() : 0;
+}
+
+} // namespace
+
+int runPipeline(par_rt_context_t *ctx, const RunOptions &o) {
+  PipelineRun run(ctx, o);
+  return run.run();
+}
+
+} // namespace par::tooling

@@ -1,0 +1,234 @@
+//===- RunModule.cpp - Running a compiled program on this rank ------------===//
+//
+// Inputs are global tensors first (given or generated, the same on every
+// rank and in the reference), then this rank's blocks of them; results go
+// the other way. With --repeat K there is one untimed warm-up run, then K
+// timed runs; the statistics are those of the last run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Tooling/RunModule.h"
+
+#include "par/Tooling/Compare.h"
+#include "par/Tooling/Diagnostics.h"
+#include "par/Tooling/Npy.h"
+#include "par/Tooling/Values.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sys/stat.h>
+
+namespace par::tooling {
+
+namespace {
+
+class ModuleRun {
+public:
+  ModuleRun(par_rt_context_t *ctx, const RunOptions &o)
+      : ctx(ctx), o(o), sharded(o.artifact, PAR_PROGRAM_SHARDED, ctx),
+        f(sharded.lookup(o.entry)), rank(f.rank()),
+        world(par_rt_context_world_size(ctx)) {}
+
+  int run();
+
+private:
+  void readGivenInputs();
+  void injectCrash() const;
+  void train();
+  void repeat();
+  void report() const;
+  int verify(const std::vector<Buffer> &globals) const;
+
+  par_rt_context_t *ctx;
+  const RunOptions &o;
+  Session sharded;
+  Function f;
+  int64_t rank, world;
+  std::map<size_t, Buffer> given;
+  std::vector<Buffer> locals, outs;
+  DataLoader data;
+  TrainStepper::BatchFn batches;
+  std::vector<double> times, losses;
+  par_rt_stats_t stats{};
+};
+
+void ModuleRun::readGivenInputs() {
+  for (auto &[name, path] : o.inputs) {
+    size_t k = 0;
+    if (name.rfind("arg", 0) != 0 ||
+        (k = strtoul(name.c_str() + 3, nullptr, 10)) >= f.inputs.size())
+      fatal("unknown input '" + name + "' (the program has " +
+            (f.inputs.empty()
+                 ? std::string("no arguments")
+                 : "arg0..arg" + std::to_string(f.inputs.size() - 1)) +
+            ")");
+    given[k] = readNpy(path, f.inputs[k], name);
+  }
+}
+
+/// Fault injection for tests of the failure path: the named rank crashes
+/// just before the program runs, while the others wait in its collectives.
+void ModuleRun::injectCrash() const {
+  const char *inject = getenv("PAR_RUN_INJECT_CRASH");
+  if (!inject || strtoll(inject, nullptr, 10) != rank)
+    return;
+  crash("rank " + std::to_string(rank) +
+        ": crashing on purpose (PAR_RUN_INJECT_CRASH)");
+}
+
+void ModuleRun::train() {
+  checkTrainStep(f);
+  TrainLog log(o.train, rank == 0);
+  const Tensor *tokens = o.data.empty() ? nullptr : &f.inputs[o.tokensArg];
+  if (rank == 0 && tokens) {
+    // The global batch: dp replicas x micro-batches x micro-batch rows.
+    int64_t rows = tokens->global[0];
+    printf("%s: training %s for %lld steps, global batch %lld sequences of "
+           "%lld tokens",
+           toolName().c_str(), f.name.c_str(), (long long)o.train.steps,
+           (long long)rows, (long long)tokens->global[1]);
+    if (f.microBatches > 1)
+      printf(" (%lld micro-batches of %lld, gradients accumulated)",
+             (long long)f.microBatches, (long long)(rows / f.microBatches));
+    printf("\n");
+  }
+  TrainStepper stepper(f, locals, batches);
+  for (int64_t step = 1; step <= o.train.steps; ++step) {
+    double loss = stepper.step(step);
+    times.push_back(stepper.seconds());
+    log.step(step, loss, stepper.seconds(),
+             tokens ? double(tokens->globalCount) : -1.0);
+  }
+  log.finish(toolName() + ": " + f.name + " on " + std::to_string(world) +
+             " ranks, loss per step");
+  losses = log.losses();
+  outs = stepper.outputs();
+  par_rt_context_stats(ctx, &stats);
+}
+
+void ModuleRun::repeat() {
+  for (int64_t it = 0; it < o.repeat + (o.repeat > 1 ? 1 : 0); ++it) {
+    checkRuntime(par_rt_barrier(ctx), ctx, "barrier");
+    par_rt_context_reset_stats(ctx);
+    double t0 = par_rt_now_seconds();
+    outs = f.call(locals);
+    double t = par_rt_now_seconds() - t0;
+    par_rt_context_stats(ctx, &stats);
+    if (o.repeat == 1 || it > 0)
+      times.push_back(t);
+  }
+}
+
+/// Per-rank time and traffic, printed by rank 0.
+void ModuleRun::report() const {
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  double mine[4] = {sorted.front(), stats.bytes_sent,
+                    (double)stats.collectives, sorted[sorted.size() / 2]};
+  std::vector<double> all(4 * world);
+  checkRuntime(par_rt_gather_world(ctx, mine, sizeof(mine), all.data()), ctx,
+               "gathering statistics");
+  if (rank != 0)
+    return;
+  printf("%s: %s on %lld ranks (mesh", toolName().c_str(), f.name.c_str(),
+         (long long)world);
+  for (size_t a = 0; a < f.axisNames.size(); ++a)
+    printf(" %s=%lld", f.axisNames[a].c_str(), (long long)f.axisSizes[a]);
+  printf(")\n");
+  for (int64_t r = 0; r < world; ++r) {
+    printf("  rank %lld: %.6f s, %.0f bytes sent in %.0f collectives",
+           (long long)r, all[4 * r], all[4 * r + 1], all[4 * r + 2]);
+    if (o.repeat > 1)
+      printf(" (best of %lld; median %.6f s)", (long long)o.repeat,
+             all[4 * r + 3]);
+    printf("\n");
+  }
+}
+
+/// Runs the unsharded reference on the same global inputs (as many train
+/// steps, from the same start) and compares; rank 0 only.
+int ModuleRun::verify(const std::vector<Buffer> &globals) const {
+  Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
+  Function ref = reference.lookup(f.name);
+  if (ref.inputs.size() != f.inputs.size() ||
+      ref.outputs.size() != f.outputs.size())
+    fatal("reference and sharded programs have different signatures");
+  std::vector<Buffer> refIn = globalInputs(ref, o.seed, given), refOut;
+  TrainStepper::BatchFn refBatches;
+  if (!o.data.empty())
+    refBatches = dataBatches(ref, data, o.tokensArg, o.targetsArg);
+  int status = 0;
+  if (o.train.steps > 0) {
+    std::vector<double> refLosses =
+        runSteps(ref, refIn, o.train.steps, refBatches, &refOut);
+    double tol = toleranceFor(o.rtol, ref.outputs[0].dtype);
+    if (!verifyLossTrajectory(losses, refLosses, tol))
+      status = 1;
+  } else {
+    if (refBatches)
+      refBatches(1, refIn);
+    refOut = ref.call(refIn);
+  }
+  printf("%s: verify against the unsharded program (1 rank)\n",
+         toolName().c_str());
+  for (size_t k = 0; k < ref.outputs.size(); ++k) {
+    const Tensor &t = ref.outputs[k];
+    TensorDiff d = compareTensors(t, globals[k].data(), refOut[k].data());
+    if (!reportTensorDiff(k, t, d, toleranceFor(o.rtol, t.dtype),
+                          o.train.steps))
+      status = 1;
+  }
+  return status;
+}
+
+int ModuleRun::run() {
+  readGivenInputs();
+  locals = localInputs(f, globalInputs(f, o.seed, given));
+  if (!o.data.empty()) {
+    data.seed = o.seed;
+    data.load(o.data);
+    data.check(f, o.tokensArg, o.targetsArg);
+    batches = dataBatches(f, data, o.tokensArg, o.targetsArg);
+    batches(1, locals);
+  }
+  injectCrash();
+  if (o.train.steps > 0)
+    train();
+  else
+    repeat();
+  report();
+  // Gather the results to rank 0 and assemble the global tensors.
+  std::vector<Buffer> globals;
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    globals.push_back(f.gather(PAR_OUTPUT, k, outs[k].data()));
+  int status = 0;
+  if (rank == 0 && !o.outputDir.empty()) {
+    mkdir(o.outputDir.c_str(), 0755);
+    for (size_t k = 0; k < globals.size(); ++k) {
+      std::string path = o.outputDir + "/result" + std::to_string(k) + ".npy";
+      writeNpy(path, f.outputs[k].dtype, f.outputs[k].global,
+               globals[k].data());
+      printf("  wrote %s\n", path.c_str());
+    }
+  }
+  if (rank == 0 && o.verify)
+    status = verify(globals);
+  if (o.sample.count > 0) {
+    std::string text =
+        sampleFromStep(ctx, sharded, f, locals, o.tokensArg, o.targetsArg,
+                       o.sampleEntry, o.sample);
+    if (rank == 0)
+      printSample(o.sample, text);
+  }
+  return status;
+}
+
+} // namespace
+
+int runModule(par_rt_context_t *ctx, const RunOptions &o) {
+  ModuleRun run(ctx, o);
+  return run.run();
+}
+
+} // namespace par::tooling

@@ -1,0 +1,116 @@
+//===- TrainLoop.cpp - Iterating a train step -----------------------------===//
+//
+// Step times cover the program call only (not the batch or the feedback
+// copies); the "s left" estimate extrapolates the wall time so far.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Tooling/TrainLoop.h"
+
+#include "par/Tooling/Diagnostics.h"
+#include "par/Tooling/LossPlot.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+namespace par::tooling {
+
+void checkTrainStep(const Function &f) {
+  if (f.feedback.empty())
+    fatal("'" + f.name + "' is not a train step (its manifest has no "
+          "feedback; build one with par-autodiff and par-optimizer)");
+  for (auto [r, a] : f.feedback)
+    if (!f.outputs[r].sameLayout(f.inputs[a]))
+      fatal("result" + std::to_string(r) + " of '" + f.name +
+            "' is laid out differently from arg" + std::to_string(a) +
+            ", which it feeds; give both the same sharding");
+  const Tensor &loss = f.outputs[0];
+  if (loss.globalCount != 1 || !loss.replicated())
+    fatal("the loss of '" + f.name + "' (result0) must be a replicated scalar");
+}
+
+double feedBack(const Function &f, const std::vector<Buffer> &outs,
+                std::vector<Buffer> &args) {
+  for (auto [r, a] : f.feedback)
+    memcpy(args[a].data(), outs[r].data(), f.outputs[r].localBytes());
+  if (f.outputs.empty())
+    return NAN;
+  return par_dtype_load(f.outputs[0].dtype, outs[0].data(), 0);
+}
+
+double TrainStepper::step(int64_t step) {
+  if (fillBatch)
+    fillBatch(step, args);
+  double t0 = par_rt_now_seconds();
+  outs = f.call(args);
+  lastSeconds = par_rt_now_seconds() - t0;
+  return feedBack(f, outs, args);
+}
+
+TrainStepper::BatchFn dataBatches(const Function &f, const DataLoader &data,
+                                  size_t tokensArg, size_t targetsArg) {
+  return [&f, &data, tokensArg, targetsArg](int64_t step,
+                                            std::vector<Buffer> &args) {
+    for (size_t a : {tokensArg, targetsArg})
+      args[a] = f.scatter(PAR_INPUT, a,
+                          data.batch(f.inputs[a], a == targetsArg, step));
+  };
+}
+
+std::vector<double> runSteps(const Function &f, std::vector<Buffer> &args,
+                             int64_t steps, TrainStepper::BatchFn fillBatch,
+                             std::vector<Buffer> *outputs) {
+  TrainStepper stepper(f, args, std::move(fillBatch));
+  std::vector<double> losses;
+  for (int64_t s = 1; s <= steps; ++s)
+    losses.push_back(stepper.step(s));
+  if (outputs)
+    *outputs = stepper.outputs();
+  return losses;
+}
+
+TrainLog::TrainLog(const TrainLogOptions &o, bool rank0)
+    : o(o), printing(rank0), start(par_rt_now_seconds()) {
+  if (!printing || o.lossCsv.empty())
+    return;
+  csv = fopen(o.lossCsv.c_str(), "w");
+  if (!csv)
+    fatal("cannot write '" + o.lossCsv + "': " + strerror(errno));
+  fprintf(csv, "step,loss,seconds\n");
+}
+
+TrainLog::~TrainLog() {
+  if (csv)
+    fclose(csv);
+}
+
+void TrainLog::step(int64_t step, double loss, double seconds,
+                    double tokens) {
+  losses_.push_back(loss);
+  if (!printing)
+    return;
+  double done = par_rt_now_seconds() - start;
+  printf("step %lld/%lld  loss %.6g  %.4f s/step", (long long)step,
+         (long long)o.steps, loss, seconds);
+  if (tokens >= 0)
+    printf("  %.0f tokens/s", tokens / std::max(seconds, 1e-9));
+  printf("  %.1f s left\n", done / step * (o.steps - step));
+  fflush(stdout);
+  if (csv)
+    fprintf(csv, "%lld,%.9g,%.6f\n", (long long)step, loss, done);
+}
+
+void TrainLog::finish(const std::string &title) {
+  if (csv)
+    fclose(csv);
+  csv = nullptr;
+  if (printing && !o.lossPlot.empty()) {
+    writeLossPlot(o.lossPlot, losses_, title);
+    printf("%s: wrote the loss plot %s\n", toolName().c_str(),
+           o.lossPlot.c_str());
+  }
+}
+
+} // namespace par::tooling
