@@ -17,6 +17,7 @@ config.excludes = ["lib", "CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%par_src_root", config.par_src_root))
+config.substitutions.append(("%par_tools_dir", config.par_tools_dir))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Conversion/ParToRuntime/RuntimeABI.h"
+#include "par/Runtime/par_types.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,22 +22,24 @@ using namespace mlir::par;
 //===----------------------------------------------------------------------===//
 
 FailureOr<int32_t> mlir::par::getRuntimeDType(Type t) {
+  // The runtime's own codes (par_types.h): one table for compiler, runtime
+  // and tooling.
   if (t.isF32())
-    return 0;
+    return PAR_F32;
   if (t.isF64())
-    return 1;
+    return PAR_F64;
   if (t.isF16())
-    return 2;
+    return PAR_F16;
   if (t.isBF16())
-    return 3;
+    return PAR_BF16;
   if (t.isInteger(32))
-    return 4;
+    return PAR_I32;
   if (t.isInteger(64))
-    return 5;
+    return PAR_I64;
   if (t.isInteger(8))
-    return 6;
+    return PAR_I8;
   if (t.isInteger(1))
-    return 7;
+    return PAR_I1;
   return failure();
 }
 
