@@ -9,6 +9,7 @@
 #include "par/Tooling/Launcher.h"
 
 #include "par/Tooling/Diagnostics.h"
+#include "par/Runtime/par_runtime.h"
 
 #include <cerrno>
 #include <csignal>
@@ -24,9 +25,8 @@
 namespace par::tooling {
 
 bool insideMPIJob() {
-  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
-         getenv("PMIX_RANK") || getenv("SLURM_PROCID") ||
-         getenv("PAR_RUN_WORKER");
+  // The runtime's test, plus the mark a re-launched par-run carries.
+  return par_rt_inside_mpi_job() || getenv("PAR_RUN_WORKER");
 }
 
 std::string makeSessionDir() {

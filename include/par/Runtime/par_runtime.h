@@ -42,6 +42,12 @@ typedef struct par_rt_options_t {
 /* Fills `options` with defaults (CPU backend, world chosen automatically). */
 void par_rt_options_initialize(par_rt_options_t *options);
 
+/* Non-zero when the launcher's environment says this process is one rank of
+ * an MPI job (mpirun or srun: OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK or
+ * SLURM_PROCID): what PAR_WORLD_AUTO decides by, for drivers that re-launch
+ * themselves otherwise. */
+int par_rt_inside_mpi_job(void);
+
 typedef struct par_rt_context_t par_rt_context_t;
 
 /* Starts the world (on MPI: loads libpar_runtime_mpi.so and initializes MPI

@@ -47,8 +47,8 @@
  * is used from one thread; calls and collectives act on the runtime's
  * current context. Info queries only read immutable data.
  *
- * Element types (par_dtype_t from par_runtime.h): one table, with the size
- * in memory and the .npy descriptor of each. i1 is one byte holding 0 or 1
+ * Element types: the runtime's one table (par_dtype_info in par_types.h),
+ * with the size in memory and the .npy descriptor of each. i1 is one byte holding 0 or 1
  * (numpy bool, "|b1"). bf16 has no numpy type: its .npy convention is the
  * raw 16-bit pattern as little-endian uint16 ("<u2"); in numpy,
  * (a.astype(np.uint32) << 16).view(np.float32) widens it to f32.
@@ -65,21 +65,6 @@ extern "C" {
 
 /*===------------------------- Element types ----------------------------===*/
 
-typedef struct par_dtype_info_t {
-  par_dtype_t dtype;
-  const char *name;      /* as in manifests: "f32", "bf16", "i1", ... */
-  int64_t element_size;  /* bytes per element in memory */
-  int is_float;
-  const char *npy_descr; /* "<f4", "|i1", "|b1"; bf16: "<u2" (raw bits) */
-} par_dtype_info_t;
-
-/* The table entry of `dtype`, or NULL if it is no par_dtype_t. */
-const par_dtype_info_t *par_dtype_info(par_dtype_t dtype);
-/* The number of entries and entry `i` (for listing the table). */
-int64_t par_dtype_count(void);
-const par_dtype_info_t *par_dtype_info_at(int64_t i);
-/* Looks up a manifest name ("f32"); PAR_ERR_INVALID_ARGUMENT if unknown. */
-par_status_t par_dtype_from_name(const char *name, par_dtype_t *out_dtype);
 /* Element `index` of a buffer of `dtype` as a double, and back (floats
  * round to nearest even, integers round to nearest, i1 is value != 0). */
 double par_dtype_load(par_dtype_t dtype, const void *base, int64_t index);

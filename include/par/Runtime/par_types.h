@@ -57,6 +57,26 @@ typedef enum par_dtype_t {
   PAR_I32 = 4, PAR_I64 = 5, PAR_I8 = 6, PAR_I1 = 7,
 } par_dtype_t;
 
+/* One table for every par_dtype_t (compiler, runtime and tooling use its
+ * codes and names): the name manifests use, the size in memory, and the
+ * .npy descriptor. i1 is one byte holding 0 or 1 (numpy bool, "|b1"); bf16
+ * has no numpy type and is stored as its raw 16-bit pattern ("<u2"). */
+typedef struct par_dtype_info_t {
+  par_dtype_t dtype;
+  const char *name;      /* as in manifests: "f32", "bf16", "i1", ... */
+  int64_t element_size;  /* bytes per element in memory */
+  int is_float;
+  const char *npy_descr; /* "<f4", "|i1", "|b1"; bf16: "<u2" (raw bits) */
+} par_dtype_info_t;
+
+/* The table entry of `dtype`, or NULL if it is no par_dtype_t. */
+const par_dtype_info_t *par_dtype_info(par_dtype_t dtype);
+/* The number of entries and entry `i` (for listing the table). */
+int64_t par_dtype_count(void);
+const par_dtype_info_t *par_dtype_info_at(int64_t i);
+/* Looks up a manifest name ("f32"); PAR_ERR_INVALID_ARGUMENT if unknown. */
+par_status_t par_dtype_from_name(const char *name, par_dtype_t *out_dtype);
+
 typedef enum par_reduction_t {
   PAR_SUM = 0, PAR_MAX = 1, PAR_MIN = 2, PAR_AVG = 3,
 } par_reduction_t;

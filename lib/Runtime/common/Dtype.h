@@ -1,6 +1,6 @@
 //===- Dtype.h - Element types and host loops shared by the backends -*- C++ -*-===//
 //
-// Element sizes and names for par_dtype_t, and the plain-loop matmul used for
+// The dtype table (sizes, names, .npy descriptors), and the plain-loop matmul used for
 // the dtypes BLAS has no routine for (the CPU backend) or that cuBLAS does not
 // cover (the CUDA backend copies to the host and runs the same loop).
 //
@@ -25,29 +25,31 @@
 
 namespace par::rt {
 
+/// The dtype table (par_types.h's par_dtype_info_t): the one definition the
+/// core exports (par_dtype_info) and the backends read.
+inline constexpr par_dtype_info_t kDtypeTable[] = {
+    {PAR_F64, "f64", 8, 1, "<f8"},  {PAR_F32, "f32", 4, 1, "<f4"},
+    {PAR_F16, "f16", 2, 1, "<f2"},  {PAR_BF16, "bf16", 2, 1, "<u2"},
+    {PAR_I64, "i64", 8, 0, "<i8"},  {PAR_I32, "i32", 4, 0, "<i4"},
+    {PAR_I8, "i8", 1, 0, "|i1"},    {PAR_I1, "i1", 1, 0, "|b1"},
+};
+
+inline const par_dtype_info_t *findDtype(int32_t dtype) {
+  for (const par_dtype_info_t &d : kDtypeTable)
+    if (d.dtype == dtype)
+      return &d;
+  return nullptr;
+}
+
 /// Bytes per element, or 0 for an unknown dtype.
 inline int64_t dtypeSize(int32_t dtype) {
-  switch (dtype) {
-  case PAR_F32: case PAR_I32: return 4;
-  case PAR_F64: case PAR_I64: return 8;
-  case PAR_F16: case PAR_BF16: return 2;
-  case PAR_I8: case PAR_I1: return 1;
-  default: return 0;
-  }
+  const par_dtype_info_t *d = findDtype(dtype);
+  return d ? d->element_size : 0;
 }
 
 inline const char *dtypeName(int32_t dtype) {
-  switch (dtype) {
-  case PAR_F32: return "f32";
-  case PAR_F64: return "f64";
-  case PAR_F16: return "f16";
-  case PAR_BF16: return "bf16";
-  case PAR_I32: return "i32";
-  case PAR_I64: return "i64";
-  case PAR_I8: return "i8";
-  case PAR_I1: return "i1";
-  default: return "?";
-  }
+  const par_dtype_info_t *d = findDtype(dtype);
+  return d ? d->name : "?";
 }
 
 inline bool isValidReduction(int32_t r) {

@@ -240,6 +240,8 @@ void par::rt::die(const char *kernel, const std::string &why) {
 // Host API: contexts
 //===----------------------------------------------------------------------===//
 
+PAR_RT_EXPORT int par_rt_inside_mpi_job(void) { return insideMpiJob(); }
+
 PAR_RT_EXPORT void par_rt_options_initialize(par_rt_options_t *options) {
   if (!options)
     return;
