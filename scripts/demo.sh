@@ -25,8 +25,8 @@ echo "== GPT on dp=2 x tp=2 x pp=2: split into 2 pipeline stages by cost, 1F1B o
 python3 examples/gen_transformer.py --gpt --layers 2 --batch 2 --seq 64 \
   --dmodel 64 --heads 4 --vocab 96 --dp 2 --tp 2 --pp 2 -o build/gpt.mlir
 # One pipeline, one set of options (lib/Pipelines): stage split, train step,
-# schedule, SPMD partitioning, lowering; report=true prints the split, the
-# schedule's diagram and the communication report.
+# schedule, SPMD partitioning, lowering; report=true prints the split and
+# the schedule's diagram (comm-report=true would add every function's bytes).
 build/bin/par-compile build/gpt.mlir -o build/gpt \
   --options="optimizer=adamw lr=0.003 weight-decay=0.0 micro-batches=4 stages=2 schedule=1f1b report=true"
 echo "== par-run -n 8 build/gpt --pipeline --data README.md --steps 300 --sample 120"

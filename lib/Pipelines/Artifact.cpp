@@ -86,7 +86,7 @@ LogicalResult mlir::par::buildArtifact(ModuleOp model,
     return failure();
   }
   if (failed(buildProgram(model, "sharded", /*reference=*/false,
-                          options.report, artifact, error)))
+                          options.commReport, artifact, error)))
     return failure();
   if (artifact.reference &&
       failed(buildProgram(model, "reference", /*reference=*/true,

@@ -99,7 +99,7 @@ BackendOptions mlir::par::getBackendOptions(const CompileOptions &options) {
   BackendOptions b;
   b.reference = options.reference;
   b.manifest = options.manifest;
-  b.report = options.report;
+  b.report = options.commReport;
   return b;
 }
 

@@ -103,9 +103,13 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
       llvm::cl::init(false)};
   // Reports and outputs.
   Option<bool> report{*this, "report",
-                      llvm::cl::desc("Print the stage split, the schedule "
-                                     "diagram and the communication report"),
+                      llvm::cl::desc("Print the stage split and the "
+                                     "schedule diagram"),
                       llvm::cl::init(false)};
+  Option<bool> commReport{
+      *this, "comm-report",
+      llvm::cl::desc("Print the communication report of every function"),
+      llvm::cl::init(false)};
   Option<std::string> manifest{
       *this, "manifest",
       llvm::cl::desc("Write the manifest (JSON) to this file before "
