@@ -86,9 +86,8 @@ private:
 
   LogicalResult visit(Operation *op) {
     auto t = [&](unsigned i) { return tangents.lookup(op->getOperand(i)); };
-    bool anyTangent = llvm::any_of(op->getOperands(), [&](Value v) {
-      return (bool)tangents.lookup(v);
-    });
+    bool anyTangent = llvm::any_of(
+        op->getOperands(), [&](Value v) { return (bool)tangents.lookup(v); });
     if (!anyTangent || op->getNumResults() != 1)
       return success(); // Constants, index computations, comparisons.
     Value r = op->getResult(0);
@@ -162,7 +161,6 @@ private:
   Location loc;
   DenseMap<Value, Value> tangents;
 };
-
 
 //===----------------------------------------------------------------------===//
 // linalg.generic
@@ -267,12 +265,12 @@ LogicalResult recomputeWithTangents(OpBuilder &nb, Location nloc,
   }
   for (auto [k, r] : llvm::enumerate(dyResults)) {
     Value yielded = map.lookup(yield.getOperand(r));
-    Value t = yielded == seed
-                  ? arith::ConstantOp::create(
-                        nb, nloc, seed.getType(),
-                        nb.getFloatAttr(seed.getType(), 1.0))
-                        .getResult()
-                  : tb.tangent(yielded);
+    Value t =
+        yielded == seed
+            ? arith::ConstantOp::create(nb, nloc, seed.getType(),
+                                        nb.getFloatAttr(seed.getType(), 1.0))
+                  .getResult()
+            : tb.tangent(yielded);
     if (!t)
       continue;
     Value dy = args[op->getNumOperands() + k];
@@ -311,8 +309,8 @@ LogicalResult buildOperandAdjoint(linalg::GenericOp op, OpOperand *target,
         auto add = [&](Value contrib) {
           acc = arith::AddFOp::create(nb, nloc, acc, contrib);
         };
-        if (failed(recomputeWithTangents(nb, nloc, op, args, ops.dyResults,
-                                         wrt, map, add, badOp))) {
+        if (failed(recomputeWithTangents(nb, nloc, op, args, ops.dyResults, wrt,
+                                         map, add, badOp))) {
           failedBody = true;
           return;
         }
@@ -376,13 +374,12 @@ LogicalResult buildCapturedReadAdjoint(linalg::GenericOp op,
         Value acc = args.back();
         Value contrib;
         auto add = [&](Value c) {
-          contrib = contrib ? arith::AddFOp::create(nb, nloc, contrib, c)
-                                  .getResult()
-                            : c;
+          contrib =
+              contrib ? arith::AddFOp::create(nb, nloc, contrib, c).getResult()
+                      : c;
         };
         if (failed(recomputeWithTangents(nb, nloc, op, args, ops.dyResults,
-                                         read.getResult(), map, add,
-                                         badOp))) {
+                                         read.getResult(), map, add, badOp))) {
           failedBody = true;
           return;
         }
@@ -397,8 +394,7 @@ LogicalResult buildCapturedReadAdjoint(linalg::GenericOp op,
           Value idx = map.lookupOrDefault(read.getIndices()[d]);
           Value eq = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
                                            loop, idx);
-          hit = hit ? arith::AndIOp::create(nb, nloc, hit, eq).getResult()
-                    : eq;
+          hit = hit ? arith::AndIOp::create(nb, nloc, hit, eq).getResult() : eq;
         }
         if (hit)
           contrib = arith::SelectOp::create(
@@ -417,8 +413,7 @@ LogicalResult buildCapturedReadAdjoint(linalg::GenericOp op,
 /// Active values the body of `op` reads from above: tensors read element by
 /// element with tensor.extract in the body itself (a gather) get a
 /// scatter-add; nothing else can be differentiated.
-LogicalResult buildCapturedAdjoints(linalg::GenericOp op,
-                                    AdjointState &state) {
+LogicalResult buildCapturedAdjoints(linalg::GenericOp op, AdjointState &state) {
   Block *body = op.getBody();
   SetVector<Value> captured;
   getUsedValuesDefinedAbove(op.getRegion(), captured);
@@ -454,118 +449,108 @@ LogicalResult buildCapturedAdjoints(linalg::GenericOp op,
   return success();
 }
 
-struct GenericAdjointModel
-    : public AdjointOpInterface::ExternalModel<GenericAdjointModel,
-                                               linalg::GenericOp> {
-  LogicalResult buildAdjoint(Operation *o, AdjointState &state) const {
-    auto op = cast<linalg::GenericOp>(o);
-    bool hasReduction = op.getNumReductionLoops() > 0;
+/// A generic's adjoint: the inits a sum passes through, one adjoint generic
+/// per active input (and per active init an elementwise body reads), and a
+/// scatter-add per table the body reads from above.
+LogicalResult genericAdjoint(linalg::GenericOp op, AdjointState &state) {
+  bool hasReduction = op.getNumReductionLoops() > 0;
 
-    // In a reduction, the body's derivative is only the input's
-    // contribution when each result is combined by a sum (y = acc + g(x)).
-    if (hasReduction)
-      for (auto [r, res] : llvm::enumerate(op.getResults()))
-        if (state.getAdjoint(res) && !isSumCombiner(op, r))
-          return emitCombinerError(op);
-
-    // Inits: in a reduction only a sum combiner passes its init through.
-    for (OpOperand &init : op.getDpsInitsMutable()) {
-      int64_t r = init.getOperandNumber() - op.getNumDpsInputs();
-      Value dy = state.getAdjoint(op.getResult(r));
-      if (!state.isActive(init.get()) || !dy)
-        continue;
-      if (op.getRegionOutputArgs()[r].use_empty())
-        continue; // The init only gives the shape.
-      if (!hasReduction)
-        continue; // Handled like an input below.
-      if (!isSumCombiner(op, r))
+  // In a reduction, the body's derivative is only the input's
+  // contribution when each result is combined by a sum (y = acc + g(x)).
+  if (hasReduction)
+    for (auto [r, res] : llvm::enumerate(op.getResults()))
+      if (state.getAdjoint(res) && !isSumCombiner(op, r))
         return emitCombinerError(op);
-      state.accumulate(init.get(), dy);
-    }
 
-    // Operands to differentiate: active inputs, and for elementwise
-    // generics active inits read by the body.
-    SmallVector<OpOperand *> targets;
-    for (OpOperand *in : op.getDpsInputOperands())
-      if (state.isActive(in->get()) &&
-          isa<FloatType>(getElementTypeOrSelf(in->get().getType())))
-        targets.push_back(in);
+  // Inits: in a reduction only a sum combiner passes its init through.
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    int64_t r = init.getOperandNumber() - op.getNumDpsInputs();
+    Value dy = state.getAdjoint(op.getResult(r));
+    if (!state.isActive(init.get()) || !dy)
+      continue;
+    if (op.getRegionOutputArgs()[r].use_empty())
+      continue; // The init only gives the shape.
     if (!hasReduction)
-      for (OpOperand &init : op.getDpsInitsMutable())
-        if (state.isActive(init.get()) &&
-            !op.getRegionOutputArgs()[init.getOperandNumber() -
-                                      op.getNumDpsInputs()]
-                 .use_empty())
-          targets.push_back(&init);
-    for (OpOperand *target : targets)
-      if (failed(buildOperandAdjoint(op, target, state)))
-        return failure();
-    return buildCapturedAdjoints(op, state);
+      continue; // Handled like an input below.
+    if (!isSumCombiner(op, r))
+      return emitCombinerError(op);
+    state.accumulate(init.get(), dy);
   }
-};
+
+  // Operands to differentiate: active inputs, and for elementwise
+  // generics active inits read by the body.
+  SmallVector<OpOperand *> targets;
+  for (OpOperand *in : op.getDpsInputOperands())
+    if (state.isActive(in->get()) &&
+        isa<FloatType>(getElementTypeOrSelf(in->get().getType())))
+      targets.push_back(in);
+  if (!hasReduction)
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (state.isActive(init.get()) &&
+          !op.getRegionOutputArgs()[init.getOperandNumber() -
+                                    op.getNumDpsInputs()]
+               .use_empty())
+        targets.push_back(&init);
+  for (OpOperand *target : targets)
+    if (failed(buildOperandAdjoint(op, target, state)))
+      return failure();
+  return buildCapturedAdjoints(op, state);
+}
 
 //===----------------------------------------------------------------------===//
 // linalg.softmax
 //===----------------------------------------------------------------------===//
 
-struct SoftmaxAdjointModel
-    : public AdjointOpInterface::ExternalModel<SoftmaxAdjointModel,
-                                               linalg::SoftmaxOp> {
-  LogicalResult buildAdjoint(Operation *o, AdjointState &state) const {
-    // dx = y * (dy - sum_d(dy * y)), over the softmax dimension d.
-    auto op = cast<linalg::SoftmaxOp>(o);
-    OpBuilder &b = state.getBuilder();
-    Location loc = op.getLoc();
-    Value x = op.getInput();
-    if (!state.isActive(x))
-      return success();
-    Value y = op.getResult()[0];
-    Value dy = state.getAdjoint(y);
-    auto type = cast<RankedTensorType>(y.getType());
-    int64_t rank = type.getRank(), dim = op.getDimension();
-    SmallVector<int64_t> redShape;
-    SmallVector<AffineExpr> redExprs;
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != dim) {
-        redShape.push_back(type.getDimSize(d));
-        redExprs.push_back(b.getAffineDimExpr(d));
-      }
-    auto redType = RankedTensorType::get(redShape, type.getElementType());
-    AffineMap id = b.getMultiDimIdentityMap(rank);
-    AffineMap red = AffineMap::get(rank, 0, redExprs, b.getContext());
-    SmallVector<utils::IteratorType> iters(rank,
-                                           utils::IteratorType::parallel);
-    iters[dim] = utils::IteratorType::reduction;
-    Value s =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{redType}, ValueRange{dy, y},
-            ValueRange{state.zeros(loc, redType)},
-            ArrayRef<AffineMap>{id, id, red}, iters,
-            [&](OpBuilder &nb, Location nloc, ValueRange a) {
-              Value p = arith::MulFOp::create(nb, nloc, a[0], a[1]);
-              linalg::YieldOp::create(
-                  nb, nloc,
-                  ValueRange{arith::AddFOp::create(nb, nloc, a[2], p)});
-            })
-            .getResult(0);
-    SmallVector<utils::IteratorType> par(rank, utils::IteratorType::parallel);
-    Value empty =
-        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
-    Value dx =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{type}, ValueRange{dy, y, s}, ValueRange{empty},
-            ArrayRef<AffineMap>{id, id, red, id}, par,
-            [&](OpBuilder &nb, Location nloc, ValueRange a) {
-              Value d = arith::SubFOp::create(nb, nloc, a[0], a[2]);
-              linalg::YieldOp::create(
-                  nb, nloc,
-                  ValueRange{arith::MulFOp::create(nb, nloc, a[1], d)});
-            })
-            .getResult(0);
-    state.accumulate(x, dx);
+/// dx = y * (dy - sum_d(dy * y)), over the softmax dimension d.
+LogicalResult softmaxAdjoint(linalg::SoftmaxOp op, AdjointState &state) {
+  OpBuilder &b = state.getBuilder();
+  Location loc = op.getLoc();
+  Value x = op.getInput();
+  if (!state.isActive(x))
     return success();
-  }
-};
+  Value y = op.getResult()[0];
+  Value dy = state.getAdjoint(y);
+  auto type = cast<RankedTensorType>(y.getType());
+  int64_t rank = type.getRank(), dim = op.getDimension();
+  SmallVector<int64_t> redShape;
+  SmallVector<AffineExpr> redExprs;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) {
+      redShape.push_back(type.getDimSize(d));
+      redExprs.push_back(b.getAffineDimExpr(d));
+    }
+  auto redType = RankedTensorType::get(redShape, type.getElementType());
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  AffineMap red = AffineMap::get(rank, 0, redExprs, b.getContext());
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  iters[dim] = utils::IteratorType::reduction;
+  Value s =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{redType}, ValueRange{dy, y},
+          ValueRange{state.zeros(loc, redType)},
+          ArrayRef<AffineMap>{id, id, red}, iters,
+          [&](OpBuilder &nb, Location nloc, ValueRange a) {
+            Value p = arith::MulFOp::create(nb, nloc, a[0], a[1]);
+            linalg::YieldOp::create(
+                nb, nloc, ValueRange{arith::AddFOp::create(nb, nloc, a[2], p)});
+          })
+          .getResult(0);
+  SmallVector<utils::IteratorType> par(rank, utils::IteratorType::parallel);
+  Value empty =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  Value dx =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{type}, ValueRange{dy, y, s}, ValueRange{empty},
+          ArrayRef<AffineMap>{id, id, red, id}, par,
+          [&](OpBuilder &nb, Location nloc, ValueRange a) {
+            Value d = arith::SubFOp::create(nb, nloc, a[0], a[2]);
+            linalg::YieldOp::create(
+                nb, nloc, ValueRange{arith::MulFOp::create(nb, nloc, a[1], d)});
+          })
+          .getResult(0);
+  state.accumulate(x, dx);
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // tensor reshapes, slices and concat
@@ -574,132 +559,123 @@ struct SoftmaxAdjointModel
 /// expand_shape and collapse_shape: the other one, with the same
 /// reassociation.
 template <typename OpTy, typename InverseTy>
-struct ReshapeAdjointModel
-    : public AdjointOpInterface::ExternalModel<
-          ReshapeAdjointModel<OpTy, InverseTy>, OpTy> {
-  LogicalResult buildAdjoint(Operation *o, AdjointState &state) const {
-    auto op = cast<OpTy>(o);
-    if (state.isActive(op.getSrc()))
-      state.accumulate(op.getSrc(),
-                       InverseTy::create(state.getBuilder(), op.getLoc(),
-                                         op.getSrcType(),
-                                         state.getAdjoint(op.getResult()),
-                                         op.getReassociationIndices()));
-    return success();
-  }
-};
+LogicalResult reshapeAdjoint(OpTy op, AdjointState &state) {
+  if (state.isActive(op.getSrc()))
+    state.accumulate(op.getSrc(),
+                     InverseTy::create(state.getBuilder(), op.getLoc(),
+                                       op.getSrcType(),
+                                       state.getAdjoint(op.getResult()),
+                                       op.getReassociationIndices()));
+  return success();
+}
 
 /// extract_slice: dy inserted into zeros.
-struct ExtractSliceAdjointModel
-    : public AdjointOpInterface::ExternalModel<ExtractSliceAdjointModel,
-                                               tensor::ExtractSliceOp> {
-  LogicalResult buildAdjoint(Operation *o, AdjointState &state) const {
-    auto s = cast<tensor::ExtractSliceOp>(o);
-    Location loc = s.getLoc();
-    if (state.isActive(s.getSource())) {
-      Value z = state.zeros(loc, s.getSourceType());
-      state.accumulate(s.getSource(),
-                       tensor::InsertSliceOp::create(
-                           state.getBuilder(), loc,
-                           state.getAdjoint(s.getResult()), z,
-                           s.getMixedOffsets(), s.getMixedSizes(),
-                           s.getMixedStrides()));
-    }
-    return success();
+LogicalResult extractSliceAdjoint(tensor::ExtractSliceOp s,
+                                  AdjointState &state) {
+  Location loc = s.getLoc();
+  if (state.isActive(s.getSource())) {
+    Value z = state.zeros(loc, s.getSourceType());
+    state.accumulate(s.getSource(), tensor::InsertSliceOp::create(
+                                        state.getBuilder(), loc,
+                                        state.getAdjoint(s.getResult()), z,
+                                        s.getMixedOffsets(), s.getMixedSizes(),
+                                        s.getMixedStrides()));
   }
-};
+  return success();
+}
 
 /// insert_slice: the slice of dy for the source; dy with the slice zeroed
 /// for the destination.
-struct InsertSliceAdjointModel
-    : public AdjointOpInterface::ExternalModel<InsertSliceAdjointModel,
-                                               tensor::InsertSliceOp> {
-  LogicalResult buildAdjoint(Operation *o, AdjointState &state) const {
-    auto ins = cast<tensor::InsertSliceOp>(o);
-    OpBuilder &b = state.getBuilder();
-    Location loc = ins.getLoc();
-    Value dy = state.getAdjoint(ins.getResult());
-    if (state.isActive(ins.getSource()))
-      state.accumulate(ins.getSource(),
-                       tensor::ExtractSliceOp::create(
-                           b, loc, ins.getSourceType(), dy,
-                           ins.getMixedOffsets(), ins.getMixedSizes(),
-                           ins.getMixedStrides()));
-    if (state.isActive(ins.getDest())) {
-      Value z = state.zeros(loc, ins.getSourceType());
-      state.accumulate(ins.getDest(),
-                       tensor::InsertSliceOp::create(
-                           b, loc, z, dy, ins.getMixedOffsets(),
-                           ins.getMixedSizes(), ins.getMixedStrides()));
-    }
-    return success();
+LogicalResult insertSliceAdjoint(tensor::InsertSliceOp ins,
+                                 AdjointState &state) {
+  OpBuilder &b = state.getBuilder();
+  Location loc = ins.getLoc();
+  Value dy = state.getAdjoint(ins.getResult());
+  if (state.isActive(ins.getSource()))
+    state.accumulate(ins.getSource(),
+                     tensor::ExtractSliceOp::create(
+                         b, loc, ins.getSourceType(), dy, ins.getMixedOffsets(),
+                         ins.getMixedSizes(), ins.getMixedStrides()));
+  if (state.isActive(ins.getDest())) {
+    Value z = state.zeros(loc, ins.getSourceType());
+    state.accumulate(ins.getDest(),
+                     tensor::InsertSliceOp::create(
+                         b, loc, z, dy, ins.getMixedOffsets(),
+                         ins.getMixedSizes(), ins.getMixedStrides()));
   }
-};
+  return success();
+}
 
 /// concat: each input's slice of dy.
-struct ConcatAdjointModel
-    : public AdjointOpInterface::ExternalModel<ConcatAdjointModel,
-                                               tensor::ConcatOp> {
-  LogicalResult buildAdjoint(Operation *o, AdjointState &state) const {
-    auto cat = cast<tensor::ConcatOp>(o);
-    OpBuilder &b = state.getBuilder();
-    Location loc = cat.getLoc();
-    Value dy = state.getAdjoint(cat.getResult());
-    int64_t dim = cat.getDim(), offset = 0;
-    auto type = cat.getResultType();
-    for (Value in : cat.getInputs()) {
-      auto it = cast<RankedTensorType>(in.getType());
-      if (state.isActive(in)) {
-        SmallVector<OpFoldResult> offs(type.getRank(), b.getIndexAttr(0));
-        SmallVector<OpFoldResult> sizes, strides(type.getRank(),
-                                                 b.getIndexAttr(1));
-        for (int64_t d : it.getShape())
-          sizes.push_back(b.getIndexAttr(d));
-        offs[dim] = b.getIndexAttr(offset);
-        state.accumulate(in, tensor::ExtractSliceOp::create(
-                                 b, loc, it, dy, offs, sizes, strides));
-      }
-      offset += it.getDimSize(dim);
+LogicalResult concatAdjoint(tensor::ConcatOp cat, AdjointState &state) {
+  OpBuilder &b = state.getBuilder();
+  Location loc = cat.getLoc();
+  Value dy = state.getAdjoint(cat.getResult());
+  int64_t dim = cat.getDim(), offset = 0;
+  auto type = cat.getResultType();
+  for (Value in : cat.getInputs()) {
+    auto it = cast<RankedTensorType>(in.getType());
+    if (state.isActive(in)) {
+      SmallVector<OpFoldResult> offs(type.getRank(), b.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes,
+          strides(type.getRank(), b.getIndexAttr(1));
+      for (int64_t d : it.getShape())
+        sizes.push_back(b.getIndexAttr(d));
+      offs[dim] = b.getIndexAttr(offset);
+      state.accumulate(in, tensor::ExtractSliceOp::create(b, loc, it, dy, offs,
+                                                          sizes, strides));
     }
-    return success();
+    offset += it.getDimSize(dim);
   }
-};
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Ops whose results carry no gradient
 //===----------------------------------------------------------------------===//
 
 /// linalg.fill, tensor.empty, arith.constant: nothing flows back.
-template <typename OpTy>
-struct NoAdjointModel
-    : public AdjointOpInterface::ExternalModel<NoAdjointModel<OpTy>, OpTy> {
-  LogicalResult buildAdjoint(Operation *, AdjointState &) const {
-    return success();
+template <typename OpTy> LogicalResult noAdjoint(OpTy, AdjointState &) {
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The models
+//===----------------------------------------------------------------------===//
+
+/// The model of OpTy whose adjoint is `Rule`.
+template <typename OpTy, LogicalResult (*Rule)(OpTy, AdjointState &)>
+struct AdjointModel
+    : public AdjointOpInterface::ExternalModel<AdjointModel<OpTy, Rule>, OpTy> {
+  LogicalResult buildAdjoint(Operation *op, AdjointState &state) const {
+    return Rule(cast<OpTy>(op), state);
   }
 };
+
+template <typename OpTy, LogicalResult (*Rule)(OpTy, AdjointState &)>
+void attach(MLIRContext *ctx) {
+  OpTy::template attachInterface<AdjointModel<OpTy, Rule>>(*ctx);
+}
 
 } // namespace
 
 void mlir::par::registerAdjointModels(DialectRegistry &registry) {
+  using namespace tensor;
   registry.addExtension(+[](MLIRContext *ctx, linalg::LinalgDialect *) {
-    linalg::GenericOp::attachInterface<GenericAdjointModel>(*ctx);
-    linalg::SoftmaxOp::attachInterface<SoftmaxAdjointModel>(*ctx);
-    linalg::FillOp::attachInterface<NoAdjointModel<linalg::FillOp>>(*ctx);
+    attach<linalg::GenericOp, genericAdjoint>(ctx);
+    attach<linalg::SoftmaxOp, softmaxAdjoint>(ctx);
+    attach<linalg::FillOp, noAdjoint<linalg::FillOp>>(ctx);
   });
-  registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
-    tensor::ExpandShapeOp::attachInterface<
-        ReshapeAdjointModel<tensor::ExpandShapeOp, tensor::CollapseShapeOp>>(
-        *ctx);
-    tensor::CollapseShapeOp::attachInterface<
-        ReshapeAdjointModel<tensor::CollapseShapeOp, tensor::ExpandShapeOp>>(
-        *ctx);
-    tensor::ExtractSliceOp::attachInterface<ExtractSliceAdjointModel>(*ctx);
-    tensor::InsertSliceOp::attachInterface<InsertSliceAdjointModel>(*ctx);
-    tensor::ConcatOp::attachInterface<ConcatAdjointModel>(*ctx);
-    tensor::EmptyOp::attachInterface<NoAdjointModel<tensor::EmptyOp>>(*ctx);
+  registry.addExtension(+[](MLIRContext *ctx, TensorDialect *) {
+    attach<ExpandShapeOp, reshapeAdjoint<ExpandShapeOp, CollapseShapeOp>>(ctx);
+    attach<CollapseShapeOp, reshapeAdjoint<CollapseShapeOp, ExpandShapeOp>>(
+        ctx);
+    attach<ExtractSliceOp, extractSliceAdjoint>(ctx);
+    attach<InsertSliceOp, insertSliceAdjoint>(ctx);
+    attach<ConcatOp, concatAdjoint>(ctx);
+    attach<EmptyOp, noAdjoint<EmptyOp>>(ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, arith::ArithDialect *) {
-    arith::ConstantOp::attachInterface<NoAdjointModel<arith::ConstantOp>>(
-        *ctx);
+    attach<arith::ConstantOp, noAdjoint<arith::ConstantOp>>(ctx);
   });
 }
