@@ -191,6 +191,7 @@ bool isSumCombiner(linalg::GenericOp op, int64_t r) {
          (def->getOperand(0) == acc || def->getOperand(1) == acc);
 }
 
+/// Reports a reduction with an adjoint whose combiner is not a sum.
 LogicalResult emitCombinerError(linalg::GenericOp op) {
   return op.emitOpError("reduces with a combiner par-autodiff cannot "
                         "differentiate (only sums)");
