@@ -1,8 +1,9 @@
 //===- InitAll.h - Everything par registers ---------------------*- C++ -*-===//
 //
 // What a tool over par's compiler (par-opt, par-compile) registers: par's
-// dialect with its external models (sharding rules on upstream ops,
-// bufferization of par's ops), every library's passes and the pipelines.
+// dialect with its external models (sharding rules and adjoints on
+// upstream ops, bufferization of par's ops), every library's passes and the
+// pipelines.
 // Header-only, like upstream's InitAllPasses.h.
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +20,7 @@
 #include "par/Pipelines/Pipelines.h"
 #include "par/Pipelining/Passes.h"
 #include "par/Target/Manifest/Passes.h"
+#include "par/Training/AdjointModels.h"
 #include "par/Training/Passes.h"
 
 namespace mlir::par {
@@ -28,6 +30,7 @@ inline void registerAllParDialects(DialectRegistry &registry) {
   registry.insert<ParDialect>();
   registerShardingRuleModels(registry);
   registerBufferizableOpInterfaceExternalModels(registry);
+  registerAdjointModels(registry);
 }
 
 /// Every par pass and pipeline.

@@ -213,3 +213,31 @@ func.func @generate(%w: tensor<4xf32> {par.param}) -> tensor<f32> {
   } : tensor<f32>
   return %g : tensor<f32>
 }
+
+// -----
+
+// Tests that a body op without a tangent rule on a gathered element is
+// named (the scatter-add's body cannot be built).
+func.func @gather_no_tangent(%w: tensor<4xf32> {par.param},
+                             %ids: tensor<3xindex>) -> tensor<f32> {
+  %e = tensor.empty() : tensor<3xf32>
+  // expected-error @+1 {{'linalg.generic' op has a body op par-autodiff cannot differentiate: 'math.sin'}}
+  %s = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>,
+                                        affine_map<(d0) -> (d0)>],
+                       iterator_types = ["parallel"]}
+      ins(%ids : tensor<3xindex>) outs(%e : tensor<3xf32>) {
+  ^bb0(%i: index, %o: f32):
+    %x = tensor.extract %w[%i] : tensor<4xf32>
+    %r = math.sin %x : f32
+    linalg.yield %r : f32
+  } -> tensor<3xf32>
+  %c0 = arith.constant 0.0 : f32
+  %z0 = tensor.empty() : tensor<f32>
+  %z = linalg.fill ins(%c0 : f32) outs(%z0 : tensor<f32>) -> tensor<f32>
+  %l = linalg.reduce ins(%s : tensor<3xf32>) outs(%z : tensor<f32>) dimensions = [0]
+    (%a: f32, %acc: f32) {
+      %t = arith.addf %a, %acc : f32
+      linalg.yield %t : f32
+    }
+  return %l : tensor<f32>
+}

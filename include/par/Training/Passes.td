@@ -24,8 +24,10 @@ def Autodiff : Pass<"par-autodiff", "ModuleOp"> {
     rsqrt, max/min, select, casts) and accumulates `dy * d(body)/d(input)`
     into the input's gradient, reducing over the loops the input does not
     index (broadcasts). Reshapes, slices, inserts and concatenations get
-    their structural adjoints; softmax its closed form. An op it cannot
-    differentiate is an error naming it.
+    their structural adjoints; softmax its closed form. Each op's adjoint
+    is its `AdjointOpInterface` (external models on upstream ops in
+    lib/Training/AdjointModels.cpp); an op without one is an error naming
+    it.
 
     ```mlir
     func.func @loss(%x: tensor<8x4xf32>, %w: tensor<4x2xf32> {par.param}) -> tensor<f32>
