@@ -3,8 +3,10 @@
 
 // Tests the manifest of a partitioned function: mesh axes and, per tensor,
 // dtype, global and local shapes and sharding. Private functions are not
-// entry points.
-// CHECK:      "functions": [
+// entry points. The manifest starts with its schema version
+// (ManifestSchema.h's kVersion), which par-run checks.
+// CHECK:      {
+// CHECK-NEXT:   "functions": [
 // CHECK:          "inputs": [
 // CHECK:              "dtype": "f32",
 // CHECK-NEXT:         "global_shape": [
@@ -33,6 +35,8 @@
 // CHECK:          "name": "f",
 // CHECK:          "outputs": [
 // CHECK-NOT:      "helper"
+// CHECK:        "version": 1
+// CHECK-NEXT: }
 par.mesh @mesh ["dp"=2]
 func.func @f(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<8x16xf32> {
   %e = func.call @helper(%x) : (tensor<8x16xf32>) -> tensor<8x16xf32>
