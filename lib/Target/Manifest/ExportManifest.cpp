@@ -16,6 +16,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <charconv>
+
 #define DEBUG_TYPE "par-export-manifest"
 
 namespace mlir::par {
@@ -57,6 +59,23 @@ const char *partialKindName(ReductionKind kind) {
     return schema::partial_kind::kAvg;
   }
   llvm_unreachable("unknown reduction kind");
+}
+
+/// The schema's spelling of an initialiser: "zeros", "ones" or
+/// "uniform:<scale>" with the shortest decimal that reads back as the scale.
+std::string initString(InitAttr init) {
+  switch (init.getKind()) {
+  case InitKind::Zeros:
+    return schema::init::kZeros;
+  case InitKind::Ones:
+    return schema::init::kOnes;
+  case InitKind::Uniform:
+    break;
+  }
+  char buf[64];
+  std::to_chars_result r =
+      std::to_chars(buf, buf + sizeof(buf), init.getScaleValue());
+  return schema::init::kUniformPrefix + std::string(buf, r.ptr);
 }
 
 /// One function's manifest entry; remembers the mesh its shardings name.
@@ -116,9 +135,9 @@ struct FunctionWriter {
           fn.getArgAttrOfType<TypeAttr>(i, ParDialect::kGlobalTypeAttrName),
           "argument", i));
       if (auto init =
-              fn.getArgAttrOfType<StringAttr>(i, ParDialect::kInitAttrName))
+              fn.getArgAttrOfType<InitAttr>(i, ParDialect::kInitAttrName))
         if (auto *o = inputs.back().getAsObject())
-          (*o)[key::kInit] = init.getValue().str();
+          (*o)[key::kInit] = initString(init);
     }
     return inputs;
   }
