@@ -46,6 +46,17 @@ def fmt_float(v):
     return "%.9e" % v
 
 
+def init_attr(init):
+    """The #par.init attribute of an initialiser named "zeros", "ones" or
+    "uniform:<scale>" (the manifest's spelling, which bench and the parity
+    tests read back)."""
+    if init in ("zeros", "ones"):
+        return "#par.init<%s>" % init
+    kind, _, scale = init.partition(":")
+    assert kind == "uniform", init
+    return "#par.init<uniform, %s>" % fmt_float(float(scale))
+
+
 class Emitter:
     """Accumulates the body of @forward and hands out fresh SSA names."""
 
@@ -523,7 +534,7 @@ def generate_gpt(args):
         """(is a parameter, the other argument attributes)"""
         entries = []
         if init:
-            entries.append('par.init = "%s"' % init)
+            entries.append("par.init = " + init_attr(init))
         if par and dims is not None:
             parts = ", ".join("{%s}" % ", ".join('"%s"' % a for a in axes)
                               for axes in dims)
@@ -705,7 +716,7 @@ def generate_mlp(args):
     def attr(dims, param, init=None):
         entries = ["par.param"] if param else []
         if init:
-            entries.append('par.init = "%s"' % init)
+            entries.append("par.init = " + init_attr(init))
         if par and dims is not None:
             entries.append(sharding_attr(dims)[1:-1])
         return " {%s}" % ", ".join(entries) if entries else ""

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Tooling/Values.h"
+#include "par/Target/Manifest/ManifestSchema.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -27,12 +28,15 @@ double generate(uint64_t seed, uint64_t tensor, uint64_t index) {
 double generateFor(const Tensor &t, uint64_t seed, uint64_t tensor,
                    uint64_t index) {
   // The program's own initialiser (par.init), if it names one.
-  if (t.init == "zeros")
+  namespace init = ::par::manifest::init;
+  if (t.init == init::kZeros)
     return 0.0;
-  if (t.init == "ones")
+  if (t.init == init::kOnes)
     return 1.0;
-  if (t.init.rfind("uniform:", 0) == 0)
-    return generate(seed, tensor, index) * strtod(t.init.c_str() + 8, nullptr);
+  const size_t prefix = sizeof(init::kUniformPrefix) - 1;
+  if (t.init.compare(0, prefix, init::kUniformPrefix) == 0)
+    return generate(seed, tensor, index) *
+           strtod(t.init.c_str() + prefix, nullptr);
   double v = generate(seed, tensor, index);
   return t.isFloat ? v : std::floor(v * 8);
 }

@@ -334,7 +334,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           update.setArgAttr(a, ParDialect::kShardingAttrName, sharding);
         if (rep >= 2)
           update.setArgAttr(a, ParDialect::kInitAttrName,
-                            b.getStringAttr("zeros"));
+                            InitAttr::get(b.getContext(), InitKind::Zeros));
       }
       if (Attribute init = fn.getArgAttr(p, ParDialect::kInitAttrName))
         update.setArgAttr(j, ParDialect::kInitAttrName, init);
@@ -345,7 +345,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     }
     if (hasStep)
       update.setArgAttr(types.size() - 1, ParDialect::kInitAttrName,
-                        b.getStringAttr("ones"));
+                        InitAttr::get(b.getContext(), InitKind::Ones));
     update->setAttr(ParDialect::kStageAttrName,
                     fn->getAttr(ParDialect::kStageAttrName));
     update->setAttr(ParDialect::kStageArgsAttrName,
@@ -436,9 +436,10 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     // State starts at zero; the step number at one.
     for (unsigned i = fn.getNumArguments(); i < argTypes.size(); ++i)
       step.setArgAttr(i, ParDialect::kInitAttrName,
-                      b.getStringAttr(hasStep && i + 1 == argTypes.size()
-                                          ? "ones"
-                                          : "zeros"));
+                      InitAttr::get(b.getContext(),
+                                    hasStep && i + 1 == argTypes.size()
+                                        ? InitKind::Ones
+                                        : InitKind::Zeros));
     for (unsigned k = 0; k < statePerParam; ++k)
       for (auto [j, p] : llvm::enumerate(params))
         if (Attribute s = fn.getArgAttr(p, ParDialect::kShardingAttrName))

@@ -8,7 +8,7 @@ par.mesh @mesh ["dp"=2]
 // CHECK-SAME:    %{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<8xf32>) -> tensor<4x8xf32>
 // CHECK-SAME:    attributes {llvm.emit_c_interface}
 func.func @entry(%x: tensor<4x8xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>, par.global_type = tensor<8x8xf32>},
-                 %w: tensor<8xf32> {par.param, par.init = "ones"}) -> (tensor<4x8xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}) {
+                 %w: tensor<8xf32> {par.param, par.init = #par.init<ones>}) -> (tensor<4x8xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}) {
   return %x : tensor<4x8xf32>
 }
 // CHECK-LABEL: func.func private @helper(

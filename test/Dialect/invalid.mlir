@@ -1150,9 +1150,42 @@ func.func @dyn_result_not_divisible(%x: tensor<8x6xf32>) -> tensor<8x?xf32> {
 
 // -----
 
-// Tests that an initialiser must be one par-run knows.
-// expected-error @+1 {{'par.init' must be "zeros", "ones" or "uniform:<scale>"}}
-func.func @bad_init(%x: tensor<4xf32> {par.init = "normal"}) {
+// Tests that an initialiser must be a #par.init attribute (no longer a string).
+// expected-error @+1 {{'par.init' must be a #par.init attribute (zeros, ones or uniform with a scale), got "uniform:0.02"}}
+func.func @bad_init(%x: tensor<4xf32> {par.init = "uniform:0.02"}) {
+  return
+}
+
+// -----
+
+// Tests that an initialiser kind must be one par-run knows.
+// expected-error @+2 {{expected ::mlir::par::InitKind to be one of: zeros, ones, uniform}}
+// expected-error @+1 {{failed to parse Par_InitAttr parameter 'kind'}}
+func.func @unknown_init(%x: tensor<4xf32> {par.init = #par.init<normal>}) {
+  return
+}
+
+// -----
+
+// Tests that a uniform initialiser needs a positive scale.
+// expected-error @+1 {{'uniform' initialiser needs a positive finite scale, got -5.000000e-01}}
+func.func @negative_scale(%x: tensor<4xf32> {par.init = #par.init<uniform, -0.5>}) {
+  return
+}
+
+// -----
+
+// Tests that a uniform initialiser without a scale is refused.
+// expected-error @+1 {{'uniform' initialiser needs a positive finite scale, got 0.000000e+00}}
+func.func @missing_scale(%x: tensor<4xf32> {par.init = #par.init<uniform>}) {
+  return
+}
+
+// -----
+
+// Tests that zeros and ones take no scale.
+// expected-error @+1 {{'ones' initialiser takes no scale, got 2.000000e+00}}
+func.func @ones_scale(%x: tensor<4xf32> {par.init = #par.init<ones, 2.0>}) {
   return
 }
 

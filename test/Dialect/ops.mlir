@@ -315,3 +315,19 @@ func.func @buffers(%a: memref<8xf32>, %b: memref<8xf32>, %g: memref<16xf32>,
   par.buffer_recv %b on @late axes = ["p"] source = [0] : memref<8xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// #par.init
+//===----------------------------------------------------------------------===//
+
+// Tests that the three initialiser kinds round-trip, a uniform one with its
+// scale.
+// CHECK-LABEL: func.func @inits
+// CHECK-SAME:    par.init = #par.init<uniform, 2.000000e-02>
+// CHECK-SAME:    par.init = #par.init<zeros>
+// CHECK-SAME:    par.init = #par.init<ones>
+func.func @inits(%w: tensor<4xf32> {par.param, par.init = #par.init<uniform, 0.02>},
+                 %m: tensor<4xf32> {par.init = #par.init<zeros>},
+                 %g: tensor<4xf32> {par.init = #par.init<ones>}) {
+  return
+}

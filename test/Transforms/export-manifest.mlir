@@ -2,9 +2,12 @@
 // RUN: par-opt %s --par-spmd --par-export-manifest=output=%t.json -o /dev/null && FileCheck %s < %t.json
 
 // Tests the manifest of a partitioned function: mesh axes and, per tensor,
-// dtype, global and local shapes and sharding. Private functions are not
-// entry points.
-// CHECK:      "functions": [
+// dtype, global and local shapes, sharding and the initialiser in the
+// schema's spelling ("uniform:<scale>" with the shortest decimal). Private
+// functions are not entry points. The manifest carries its schema version
+// (ManifestSchema.h's kVersion), which par-run checks.
+// CHECK:      {
+// CHECK-NEXT:   "functions": [
 // CHECK:          "inputs": [
 // CHECK:              "dtype": "f32",
 // CHECK-NEXT:         "global_shape": [
@@ -24,6 +27,8 @@
 // CHECK-NEXT:           ],
 // CHECK-NEXT:           "partial": [],
 // CHECK-NEXT:           "partial_kind": "sum"
+// CHECK:              "init": "uniform:0.02",
+// CHECK:              "init": "ones",
 // CHECK:          "mesh": {
 // CHECK-NEXT:       "axes": [
 // CHECK-NEXT:         {
@@ -33,8 +38,12 @@
 // CHECK:          "name": "f",
 // CHECK:          "outputs": [
 // CHECK-NOT:      "helper"
+// CHECK:        "version": 1
+// CHECK-NEXT: }
 par.mesh @mesh ["dp"=2]
-func.func @f(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<8x16xf32> {
+func.func @f(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>},
+             %w: tensor<16xf32> {par.init = #par.init<uniform, 0.02>},
+             %g: tensor<16xf32> {par.init = #par.init<ones>}) -> tensor<8x16xf32> {
   %e = func.call @helper(%x) : (tensor<8x16xf32>) -> tensor<8x16xf32>
   return %e : tensor<8x16xf32>
 }

@@ -8,8 +8,8 @@
 // parameter and its state together.
 // CHECK-LABEL: func.func @loss_step(
 // CHECK-SAME:    %arg0: tensor<4x3xf32>, %arg1: tensor<3x2xf32> {par.sharding = #par.sharding<@mesh, [{}, {"x"}]>},
-// CHECK-SAME:    %arg2: tensor<3x2xf32> {par.init = "zeros", par.sharding = #par.sharding<@mesh, [{}, {"x"}]>},
-// CHECK-SAME:    %arg3: tensor<3x2xf32> {par.init = "zeros", par.sharding = #par.sharding<@mesh, [{}, {"x"}]>}, %arg4: tensor<f32> {par.init = "ones"})
+// CHECK-SAME:    %arg2: tensor<3x2xf32> {par.init = #par.init<zeros>, par.sharding = #par.sharding<@mesh, [{}, {"x"}]>},
+// CHECK-SAME:    %arg3: tensor<3x2xf32> {par.init = #par.init<zeros>, par.sharding = #par.sharding<@mesh, [{}, {"x"}]>}, %arg4: tensor<f32> {par.init = #par.init<ones>})
 // CHECK-SAME:    -> (tensor<f32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<f32>)
 // CHECK-SAME:    attributes {par.feedback = array<i64: 1, 1, 2, 2, 3, 3, 4, 4>}
 // CHECK:         call @loss_grad

@@ -177,7 +177,7 @@ typedef struct par_tensor_info_t {
   const int64_t *partial_axes;
   par_reduction_t partial_kind;
   /* The program's initialiser (par.init): "", "zeros", "ones" or
-   * "uniform:<scale>". */
+   * "uniform:<scale>" (the manifest's spelling, ManifestSchema.h). */
   const char *init;
 } par_tensor_info_t;
 

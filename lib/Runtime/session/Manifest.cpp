@@ -1,9 +1,11 @@
 //===- Manifest.cpp - The session's view of a manifest --------------------===//
 //
-// Reads a manifest with the session's JSON reader and checks what the
-// session relies on: shapes are integer lists of one rank, element types
-// are in the dtype table, sharding axes name mesh axes, feedback pairs and
-// stage arguments are in range. Messages name the entry ("arg1", "result0")
+// Reads a manifest with the session's JSON reader (keys and values spelled
+// by ManifestSchema.h, which par-export-manifest shares) and checks what the
+// session relies on: the schema version is the one this runtime reads,
+// shapes are integer lists of one rank, element types are in the dtype
+// table, sharding axes name mesh axes, feedback pairs and stage arguments
+// are in range. Messages name the entry ("arg1", "result0")
 // and the function, as par-run's always have.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +13,7 @@
 #include "Manifest.h"
 
 #include "Json.h"
+#include "par/Target/Manifest/ManifestSchema.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -37,6 +40,8 @@ bool TensorSpec::usesAxis(int64_t a) const {
 }
 
 namespace {
+
+using namespace ::par::manifest;
 
 /// Records the first error of a function entry.
 struct Checker {
@@ -99,15 +104,17 @@ std::vector<int64_t> axisList(const FunctionSpec &f,
 
 void parseSharding(const JsonValue &sh, const FunctionSpec &f, TensorSpec &t,
                    Checker &c) {
-  if (const std::vector<JsonValue> *dims = sh.getArray("dims"))
+  if (const std::vector<JsonValue> *dims = sh.getArray(key::kDims))
     for (const JsonValue &d : *dims) {
       std::vector<int64_t> axes = axisList(f, d.array(), c);
       t.dimAxisCounts.push_back(axes.size());
       t.dimAxes.insert(t.dimAxes.end(), axes.begin(), axes.end());
     }
-  t.partial = axisList(f, sh.getArray("partial"), c);
-  if (const std::string *k = sh.getString("partial_kind"))
-    t.partialKind = *k == "max" ? PAR_MAX : *k == "min" ? PAR_MIN : PAR_SUM;
+  t.partial = axisList(f, sh.getArray(key::kPartial), c);
+  if (const std::string *k = sh.getString(key::kPartialKind))
+    t.partialKind = *k == partial_kind::kMax   ? PAR_MAX
+                    : *k == partial_kind::kMin ? PAR_MIN
+                                               : PAR_SUM;
 }
 
 TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
@@ -117,15 +124,15 @@ TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
     c.fail(what + " is not an object");
     return t;
   }
-  std::string dtype = v.getString("dtype") ? *v.getString("dtype") : "";
-  t.global = intList(v.getArray("global_shape"), what + ".global_shape", c);
-  t.local = intList(v.getArray("local_shape"), what + ".local_shape", c);
-  const JsonValue *sh = v.getObject("sharding");
+  std::string dtype = v.getString(key::kDtype) ? *v.getString(key::kDtype) : "";
+  t.global = intList(v.getArray(key::kGlobalShape), what + "." + key::kGlobalShape, c);
+  t.local = intList(v.getArray(key::kLocalShape), what + "." + key::kLocalShape, c);
+  const JsonValue *sh = v.getObject(key::kSharding);
   if (!sh)
     c.fail(what + " has no sharding");
   else
     parseSharding(*sh, f, t, c);
-  if (const std::string *init = v.getString("init"))
+  if (const std::string *init = v.getString(key::kInit))
     t.init = *init;
   if (t.dimAxisCounts.size() != t.global.size() ||
       t.local.size() != t.global.size())
@@ -141,13 +148,13 @@ TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
 }
 
 void parseMesh(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
-  const JsonValue *mesh = fv.getObject("mesh");
-  const std::vector<JsonValue> *axes = mesh ? mesh->getArray("axes") : nullptr;
+  const JsonValue *mesh = fv.getObject(key::kMesh);
+  const std::vector<JsonValue> *axes = mesh ? mesh->getArray(key::kAxes) : nullptr;
   if (!axes)
     return;
   for (const JsonValue &a : *axes) {
-    const std::string *name = a.getString("name");
-    int64_t size = a.getInteger("size").value_or(1);
+    const std::string *name = a.getString(key::kName);
+    int64_t size = a.getInteger(key::kSize).value_or(1);
     if (size < 1)
       c.fail("bad mesh axis size in '" + spec.name + "'");
     spec.axisNames.push_back(name ? *name : "");
@@ -157,7 +164,7 @@ void parseMesh(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
 
 void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
   const std::string &name = spec.name;
-  if (const std::vector<JsonValue> *fb = fv.getArray("feedback"))
+  if (const std::vector<JsonValue> *fb = fv.getArray(key::kFeedback))
     for (const JsonValue &pv : *fb) {
       const std::vector<JsonValue> *pair = pv.array();
       if (!pair || pair->size() != 2 || !(*pair)[0].integer() ||
@@ -172,15 +179,15 @@ void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
       spec.feedback.push_back(r);
       spec.feedback.push_back(a);
     }
-  if (const JsonValue *m = fv.get("micro_batches")) {
+  if (const JsonValue *m = fv.get(key::kMicroBatches)) {
     if (!m->integer() || *m->integer() < 1)
       c.fail("bad micro_batches in '" + name + "'");
     else
       spec.microBatches = *m->integer();
   }
-  if (std::optional<int64_t> k = fv.getInteger("stage"))
+  if (std::optional<int64_t> k = fv.getInteger(key::kStage))
     spec.stage = *k;
-  if (const std::vector<JsonValue> *idx = fv.getArray("stage_args"))
+  if (const std::vector<JsonValue> *idx = fv.getArray(key::kStageArgs))
     for (const JsonValue &v : *idx) {
       std::optional<int64_t> i = v.integer();
       if (!i || *i < 0) {
@@ -193,16 +200,16 @@ void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
 
 FunctionSpec parseFunction(const JsonValue &fv) {
   FunctionSpec spec;
-  spec.name = fv.getString("name") ? *fv.getString("name") : "";
+  spec.name = fv.getString(key::kName) ? *fv.getString(key::kName) : "";
   Checker c{spec.error};
   parseMesh(fv, spec, c);
   int k = 0;
-  if (const std::vector<JsonValue> *in = fv.getArray("inputs"))
+  if (const std::vector<JsonValue> *in = fv.getArray(key::kInputs))
     for (const JsonValue &t : *in)
       spec.inputs.push_back(
           parseTensor(t, spec, "arg" + std::to_string(k++), c));
   k = 0;
-  if (const std::vector<JsonValue> *out = fv.getArray("outputs"))
+  if (const std::vector<JsonValue> *out = fv.getArray(key::kOutputs))
     for (const JsonValue &t : *out)
       spec.outputs.push_back(
           parseTensor(t, spec, "result" + std::to_string(k++), c));
@@ -218,14 +225,14 @@ void parsePipeline(const JsonValue &pipe, PipelineSpec &p) {
       has = true;
     }
   };
-  str("func", p.func, p.hasFunc);
-  str("axis", p.axis, p.hasAxis);
-  str("schedule", p.schedule, p.hasSchedule);
-  str("backward", p.backward, p.hasBackward);
-  p.p = pipe.getInteger("p").value_or(0);
-  p.m = pipe.getInteger("m").value_or(0);
-  p.v = pipe.getInteger("v").value_or(0);
-  const std::vector<JsonValue> *lines = pipe.getArray("programs");
+  str(key::kPipelineFunc, p.func, p.hasFunc);
+  str(key::kPipelineAxis, p.axis, p.hasAxis);
+  str(key::kPipelineSchedule, p.schedule, p.hasSchedule);
+  str(key::kPipelineBackward, p.backward, p.hasBackward);
+  p.p = pipe.getInteger(key::kPipelineP).value_or(0);
+  p.m = pipe.getInteger(key::kPipelineM).value_or(0);
+  p.v = pipe.getInteger(key::kPipelineV).value_or(0);
+  const std::vector<JsonValue> *lines = pipe.getArray(key::kPipelinePrograms);
   if (!lines) {
     p.present = false; // not a usable pipeline section
     return;
@@ -256,6 +263,25 @@ bool readFile(const std::string &path, std::string &text, std::string &error) {
   return ok;
 }
 
+/// Refuses a manifest written for another schema version (or none).
+bool checkVersion(const JsonValue &root, const std::string &path,
+                  std::string &error) {
+  std::string reads = "this runtime reads version " + std::to_string(kVersion);
+  const JsonValue *v = root.get(key::kVersion);
+  if (!v || !v->integer()) {
+    error = "manifest '" + path + "' has no schema version (" + reads +
+            "); rebuild the artifact with par-compile";
+    return false;
+  }
+  if (*v->integer() != kVersion) {
+    error = "manifest '" + path + "' has schema version " +
+            std::to_string(*v->integer()) + ", but " + reads +
+            "; rebuild the artifact with par-compile";
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 bool readManifest(const std::string &path, Manifest &out, std::string &error) {
@@ -267,7 +293,9 @@ bool readManifest(const std::string &path, Manifest &out, std::string &error) {
     error = "manifest '" + path + "' is not valid JSON: " + jsonError;
     return false;
   }
-  const std::vector<JsonValue> *fns = root->getArray("functions");
+  if (!checkVersion(*root, path, error))
+    return false;
+  const std::vector<JsonValue> *fns = root->getArray(key::kFunctions);
   if (fns)
     for (const JsonValue &fv : *fns)
       if (fv.kind() == JsonValue::Kind::Object)
@@ -276,7 +304,7 @@ bool readManifest(const std::string &path, Manifest &out, std::string &error) {
     error = "manifest '" + path + "' lists no functions";
     return false;
   }
-  if (const JsonValue *pipe = root->getObject("pipeline"))
+  if (const JsonValue *pipe = root->getObject(key::kPipeline))
     parsePipeline(*pipe, out.pipeline);
   return true;
 }

@@ -1,17 +1,22 @@
 //===- ExportManifest.cpp - par-export-manifest ---------------------------===//
 //
 // The interface between a compiled program and its driver: per entry point,
-// the mesh and each tensor's element type, global/local shape and sharding.
+// the mesh and each tensor's element type, global/local shape and sharding,
+// spelled by ManifestSchema.h (which the runtime's reader shares) and
+// stamped with its version.
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/Target/Manifest/Passes.h"
+#include "par/Target/Manifest/ManifestSchema.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <charconv>
 
 #define DEBUG_TYPE "par-export-manifest"
 
@@ -22,6 +27,8 @@ namespace mlir::par {
 
 using namespace mlir;
 using namespace mlir::par;
+namespace schema = ::par::manifest;
+namespace key = ::par::manifest::key;
 
 namespace {
 
@@ -39,6 +46,185 @@ llvm::json::Array shapeOf(ArrayRef<int64_t> shape) {
   return a;
 }
 
+/// The schema's spelling of a partial reduction kind.
+const char *partialKindName(ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::Sum:
+    return schema::partial_kind::kSum;
+  case ReductionKind::Max:
+    return schema::partial_kind::kMax;
+  case ReductionKind::Min:
+    return schema::partial_kind::kMin;
+  case ReductionKind::Avg:
+    return schema::partial_kind::kAvg;
+  }
+  llvm_unreachable("unknown reduction kind");
+}
+
+/// The schema's spelling of an initialiser: "zeros", "ones" or
+/// "uniform:<scale>" with the shortest decimal that reads back as the scale.
+std::string initString(InitAttr init) {
+  switch (init.getKind()) {
+  case InitKind::Zeros:
+    return schema::init::kZeros;
+  case InitKind::Ones:
+    return schema::init::kOnes;
+  case InitKind::Uniform:
+    break;
+  }
+  char buf[64];
+  std::to_chars_result r =
+      std::to_chars(buf, buf + sizeof(buf), init.getScaleValue());
+  return schema::init::kUniformPrefix + std::string(buf, r.ptr);
+}
+
+/// One function's manifest entry; remembers the mesh its shardings name.
+struct FunctionWriter {
+  FunctionOpInterface fn;
+  MeshOp mesh;
+  bool ok = true;
+
+  llvm::json::Value sharding(ShardingAttr s, RankedTensorType lt) {
+    llvm::json::Array dims, partial;
+    if (s) {
+      if (!mesh)
+        mesh = lookupMesh(fn, s.getMesh(), /*emitErrors=*/false);
+      for (int64_t d = 0; d < s.getRank(); ++d) {
+        llvm::json::Array axes;
+        for (StringRef a : s.getDimAxes(d))
+          axes.push_back(a.str());
+        dims.push_back(std::move(axes));
+      }
+      for (StringRef a : s.getPartialAxisNames())
+        partial.push_back(a.str());
+    } else {
+      for (int64_t d = 0; d < lt.getRank(); ++d)
+        dims.push_back(llvm::json::Array());
+    }
+    return llvm::json::Object{
+        {key::kDims, std::move(dims)},
+        {key::kPartial, std::move(partial)},
+        {key::kPartialKind,
+         partialKindName(s ? s.getPartialKind() : ReductionKind::Sum)}};
+  }
+
+  llvm::json::Value tensor(Type local, ShardingAttr s, TypeAttr global,
+                           StringRef what, unsigned i) {
+    auto lt = dyn_cast<RankedTensorType>(local);
+    if (!lt || !lt.hasStaticShape()) {
+      fn.emitOpError() << what << " #" << i
+                       << " must be a statically shaped tensor to be "
+                          "exported, got "
+                       << local;
+      ok = false;
+      return nullptr;
+    }
+    auto gt = global ? cast<RankedTensorType>(global.getValue()) : lt;
+    return llvm::json::Object{{key::kDtype, typeName(lt.getElementType())},
+                              {key::kGlobalShape, shapeOf(gt.getShape())},
+                              {key::kLocalShape, shapeOf(lt.getShape())},
+                              {key::kSharding, sharding(s, lt)}};
+  }
+
+  llvm::json::Array inputs() {
+    llvm::json::Array inputs;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      inputs.push_back(tensor(
+          fn.getArgumentTypes()[i],
+          fn.getArgAttrOfType<ShardingAttr>(i, ParDialect::kShardingAttrName),
+          fn.getArgAttrOfType<TypeAttr>(i, ParDialect::kGlobalTypeAttrName),
+          "argument", i));
+      if (auto init =
+              fn.getArgAttrOfType<InitAttr>(i, ParDialect::kInitAttrName))
+        if (auto *o = inputs.back().getAsObject())
+          (*o)[key::kInit] = initString(init);
+    }
+    return inputs;
+  }
+
+  llvm::json::Array outputs() {
+    llvm::json::Array outputs;
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      outputs.push_back(tensor(
+          fn.getResultTypes()[i],
+          fn.getResultAttrOfType<ShardingAttr>(i,
+                                               ParDialect::kShardingAttrName),
+          fn.getResultAttrOfType<TypeAttr>(i, ParDialect::kGlobalTypeAttrName),
+          "result", i));
+    return outputs;
+  }
+
+  /// The mesh of the function's shardings; a sharded function may have only
+  /// replicated interface tensors: then the module's only mesh, if there is
+  /// exactly one.
+  llvm::json::Value meshEntry(ModuleOp module) {
+    if (!mesh) {
+      SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+      if (meshes.size() == 1)
+        mesh = meshes.front();
+    }
+    if (!mesh)
+      return nullptr;
+    llvm::json::Array axes;
+    for (auto [n, size] :
+         llvm::zip(mesh.getAxisNames().getAsRange<StringAttr>(),
+                   mesh.getAxisSizes()))
+      axes.push_back(llvm::json::Object{{key::kName, n.getValue().str()},
+                                        {key::kSize, size}});
+    return llvm::json::Object{{key::kName, mesh.getSymName().str()},
+                              {key::kAxes, std::move(axes)}};
+  }
+
+  /// Train-step and pipeline-stage metadata.
+  void addTrainMetadata(llvm::json::Object &entry) {
+    if (auto fb = fn->getAttrOfType<DenseI64ArrayAttr>(
+            ParDialect::kFeedbackAttrName)) {
+      llvm::json::Array pairs;
+      for (size_t i = 0; i + 1 < fb.size(); i += 2)
+        pairs.push_back(llvm::json::Array{fb[i], fb[i + 1]});
+      entry[key::kFeedback] = std::move(pairs);
+    }
+    if (auto m =
+            fn->getAttrOfType<IntegerAttr>(ParDialect::kMicroBatchesAttrName))
+      entry[key::kMicroBatches] = m.getInt();
+    if (auto k = fn->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName))
+      entry[key::kStage] = k.getInt();
+    if (auto idx = fn->getAttrOfType<DenseI64ArrayAttr>(
+            ParDialect::kStageArgsAttrName))
+      entry[key::kStageArgs] = llvm::json::Array(idx.asArrayRef());
+  }
+
+  llvm::json::Object entry(ModuleOp module) {
+    llvm::json::Array in = inputs(), out = outputs();
+    llvm::json::Object entry{{key::kName, fn.getName().str()},
+                             {key::kMesh, meshEntry(module)},
+                             {key::kInputs, std::move(in)},
+                             {key::kOutputs, std::move(out)}};
+    addTrainMetadata(entry);
+    return entry;
+  }
+};
+
+/// The pipeline (par-pipeline-split, par-pipeline-schedule): strings and
+/// integers as they are, the per-rank programs as an array of strings.
+llvm::json::Object pipelineEntry(DictionaryAttr pipe) {
+  llvm::json::Object p;
+  for (NamedAttribute a : pipe) {
+    if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+      p[a.getName().getValue()] = i.getInt();
+    else if (auto str = dyn_cast<StringAttr>(a.getValue()))
+      p[a.getName().getValue()] = str.getValue().str();
+    else if (auto list = dyn_cast<ArrayAttr>(a.getValue())) {
+      llvm::json::Array items;
+      for (Attribute e : list)
+        if (auto str = dyn_cast<StringAttr>(e))
+          items.push_back(str.getValue().str());
+      p[a.getName().getValue()] = std::move(items);
+    }
+  }
+  return p;
+}
+
 struct ExportManifestPass
     : public mlir::par::impl::ExportManifestBase<ExportManifestPass> {
   using ExportManifestBase::ExportManifestBase;
@@ -50,105 +236,9 @@ struct ExportManifestPass
     module.walk([&](FunctionOpInterface fn) {
       if (fn.isExternal() || !fn.isPublic())
         return;
-      MeshOp mesh;
-      auto tensorEntry = [&](Type local, ShardingAttr s, TypeAttr global,
-                             StringRef what, unsigned i) -> llvm::json::Value {
-        auto lt = dyn_cast<RankedTensorType>(local);
-        if (!lt || !lt.hasStaticShape()) {
-          fn.emitOpError() << what << " #" << i
-                           << " must be a statically shaped tensor to be "
-                              "exported, got "
-                           << local;
-          ok = false;
-          return nullptr;
-        }
-        auto gt = global ? cast<RankedTensorType>(global.getValue()) : lt;
-        llvm::json::Array dims, partial;
-        if (s) {
-          if (!mesh)
-            mesh = lookupMesh(fn, s.getMesh(), /*emitErrors=*/false);
-          for (int64_t d = 0; d < s.getRank(); ++d) {
-            llvm::json::Array axes;
-            for (StringRef a : s.getDimAxes(d))
-              axes.push_back(a.str());
-            dims.push_back(std::move(axes));
-          }
-          for (StringRef a : s.getPartialAxisNames())
-            partial.push_back(a.str());
-        } else {
-          for (int64_t d = 0; d < lt.getRank(); ++d)
-            dims.push_back(llvm::json::Array());
-        }
-        return llvm::json::Object{
-            {"dtype", typeName(lt.getElementType())},
-            {"global_shape", shapeOf(gt.getShape())},
-            {"local_shape", shapeOf(lt.getShape())},
-            {"sharding",
-             llvm::json::Object{
-                 {"dims", std::move(dims)},
-                 {"partial", std::move(partial)},
-                 {"partial_kind",
-                  s ? stringifyReductionKind(s.getPartialKind()).str()
-                    : std::string("sum")}}}};
-      };
-      llvm::json::Array inputs, outputs;
-      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-        inputs.push_back(tensorEntry(
-            fn.getArgumentTypes()[i],
-            fn.getArgAttrOfType<ShardingAttr>(i, ParDialect::kShardingAttrName),
-            fn.getArgAttrOfType<TypeAttr>(i, ParDialect::kGlobalTypeAttrName),
-            "argument", i));
-        if (auto init = fn.getArgAttrOfType<StringAttr>(
-                i, ParDialect::kInitAttrName))
-          if (auto *o = inputs.back().getAsObject())
-            (*o)["init"] = init.getValue().str();
-      }
-      for (unsigned i = 0; i < fn.getNumResults(); ++i)
-        outputs.push_back(tensorEntry(
-            fn.getResultTypes()[i],
-            fn.getResultAttrOfType<ShardingAttr>(i,
-                                                 ParDialect::kShardingAttrName),
-            fn.getResultAttrOfType<TypeAttr>(i,
-                                             ParDialect::kGlobalTypeAttrName),
-            "result", i));
-      llvm::json::Value meshJson = nullptr;
-      if (!mesh) {
-        // A sharded function may have only replicated interface tensors:
-        // take the module's only mesh, if there is exactly one.
-        SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
-        if (meshes.size() == 1)
-          mesh = meshes.front();
-      }
-      if (mesh) {
-        llvm::json::Array axes;
-        for (auto [n, size] : llvm::zip(
-                 mesh.getAxisNames().getAsRange<StringAttr>(),
-                 mesh.getAxisSizes()))
-          axes.push_back(
-              llvm::json::Object{{"name", n.getValue().str()}, {"size", size}});
-        meshJson = llvm::json::Object{{"name", mesh.getSymName().str()},
-                                      {"axes", std::move(axes)}};
-      }
-      llvm::json::Object entry{{"name", fn.getName().str()},
-                               {"mesh", std::move(meshJson)},
-                               {"inputs", std::move(inputs)},
-                               {"outputs", std::move(outputs)}};
-      if (auto fb = fn->getAttrOfType<DenseI64ArrayAttr>(
-              ParDialect::kFeedbackAttrName)) {
-        llvm::json::Array pairs;
-        for (size_t i = 0; i + 1 < fb.size(); i += 2)
-          pairs.push_back(llvm::json::Array{fb[i], fb[i + 1]});
-        entry["feedback"] = std::move(pairs);
-      }
-      if (auto m = fn->getAttrOfType<IntegerAttr>(
-              ParDialect::kMicroBatchesAttrName))
-        entry["micro_batches"] = m.getInt();
-      if (auto k = fn->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName))
-        entry["stage"] = k.getInt();
-      if (auto idx = fn->getAttrOfType<DenseI64ArrayAttr>(
-              ParDialect::kStageArgsAttrName))
-        entry["stage_args"] = llvm::json::Array(idx.asArrayRef());
-      functions.push_back(std::move(entry));
+      FunctionWriter writer{fn};
+      functions.push_back(writer.entry(module));
+      ok &= writer.ok;
     });
     if (!ok)
       return signalPassFailure();
@@ -165,27 +255,11 @@ struct ExportManifestPass
       }
       os = &file->os();
     }
-    llvm::json::Object top{{"functions", std::move(functions)}};
-    // The pipeline (par-pipeline-split, par-pipeline-schedule): strings and
-    // integers as they are, the per-rank programs as an array of strings.
+    llvm::json::Object top{{key::kVersion, schema::kVersion},
+                           {key::kFunctions, std::move(functions)}};
     if (auto pipe = module->getAttrOfType<DictionaryAttr>(
-            ParDialect::kPipelineAttrName)) {
-      llvm::json::Object p;
-      for (NamedAttribute a : pipe) {
-        if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
-          p[a.getName().getValue()] = i.getInt();
-        else if (auto str = dyn_cast<StringAttr>(a.getValue()))
-          p[a.getName().getValue()] = str.getValue().str();
-        else if (auto list = dyn_cast<ArrayAttr>(a.getValue())) {
-          llvm::json::Array items;
-          for (Attribute e : list)
-            if (auto str = dyn_cast<StringAttr>(e))
-              items.push_back(str.getValue().str());
-          p[a.getName().getValue()] = std::move(items);
-        }
-      }
-      top["pipeline"] = std::move(p);
-    }
+            ParDialect::kPipelineAttrName))
+      top[key::kPipeline] = pipelineEntry(pipe);
     *os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
     if (file)
       file->keep();

@@ -224,6 +224,23 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               InitKind kind, APFloat scale) {
+  bool hasScale = !scale.isPosZero();
+  if (kind != InitKind::Uniform) {
+    if (hasScale)
+      return emitError() << "'" << stringifyInitKind(kind)
+                         << "' initialiser takes no scale, got "
+                         << scale.convertToDouble();
+    return success();
+  }
+  if (!scale.isFinite() || scale.isNegative() || scale.isZero())
+    return emitError() << "'uniform' initialiser needs a positive finite "
+                          "scale, got "
+                       << scale.convertToDouble();
+  return success();
+}
+
 static ParseResult parseAxisSet(AsmParser &p, SmallVectorImpl<Attribute> &out) {
   return p.parseCommaSeparatedList(AsmParser::Delimiter::Braces, [&]() {
     std::string name;
@@ -328,13 +345,10 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
   if (attr.getName() == kGlobalTypeAttrName)
     return verifyGlobalType(op, attr);
   if (attr.getName() == kInitAttrName) {
-    auto str = dyn_cast<StringAttr>(attr.getValue());
-    StringRef v = str ? str.getValue() : "";
-    double scale;
-    if (!str || !(v == "zeros" || v == "ones" ||
-                  (v.consume_front("uniform:") && !v.getAsDouble(scale))))
-      return op->emitError("'par.init' must be \"zeros\", \"ones\" or "
-                           "\"uniform:<scale>\"");
+    if (!isa<InitAttr>(attr.getValue()))
+      return op->emitError() << "'par.init' must be a #par.init attribute "
+                                "(zeros, ones or uniform with a scale), got "
+                             << attr.getValue();
     return success();
   }
   if (attr.getName() == kParamAttrName) {

@@ -71,4 +71,60 @@ def Par_ShardingAttr : AttrDef<Par_Dialect, "Sharding"> {
   }];
 }
 
+def Par_InitKind : I32EnumAttr<"InitKind", "initialiser kind", [
+    I32EnumAttrCase<"Zeros", 0, "zeros">,
+    I32EnumAttrCase<"Ones", 1, "ones">,
+    I32EnumAttrCase<"Uniform", 2, "uniform">
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::par";
+}
+
+// The scale of a uniform initialiser: a float literal, 0 (absent) otherwise.
+def Par_InitScaleParameter
+    : AttrOrTypeParameter<"::llvm::APFloat", "uniform initialiser scale"> {
+  let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double scale;
+    if ($_parser.parseFloat(scale))
+      return ::mlir::failure();
+    return ::llvm::APFloat(scale);
+  }() }];
+  let printer = "$_printer.printFloat($_self)";
+  let defaultValue = "::llvm::APFloat(0.0)";
+}
+
+def Par_InitAttr : AttrDef<Par_Dialect, "Init"> {
+  let mnemonic = "init";
+  let summary = "How a driver initialises a function argument";
+  let description = [{
+    On a function argument (`par.init`): the value a driver (par-run, the
+    session's tooling) gives the argument when the user passes none. `zeros`
+    and `ones` fill it; `uniform` draws from [-scale, scale) with the
+    counter-based generator, so the value does not depend on the number of
+    ranks. The optimizer's state starts at `zeros`, AdamW's step at `ones`.
+
+    ```mlir
+    %w: tensor<16x64xf32> {par.param, par.init = #par.init<uniform, 0.02>}
+    %g: tensor<64xf32> {par.param, par.init = #par.init<ones>}
+    ```
+
+    The manifest spells it as ManifestSchema.h's `"zeros"`, `"ones"` or
+    `"uniform:<scale>"`.
+  }];
+  let parameters = (ins EnumParameter<Par_InitKind>:$kind,
+                        Par_InitScaleParameter:$scale);
+  let assemblyFormat = "`<` $kind (`,` $scale^)? `>`";
+  let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "InitKind":$kind, CArg<"double", "0.0">:$scale), [{
+      return $_get($_ctxt, kind, ::llvm::APFloat(scale));
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The uniform initialiser's scale as a double (0 for zeros and ones).
+    double getScaleValue() const { return getScale().convertToDouble(); }
+  }];
+}
+
 #endif // PAR_DIALECT_PAR_IR_PARATTRS_TD

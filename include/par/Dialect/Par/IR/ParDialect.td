@@ -42,8 +42,8 @@ def Par_Dialect : Dialect {
         "par.global_type";
     /// Marks a function argument as a trainable parameter (par-autodiff).
     static constexpr ::llvm::StringLiteral kParamAttrName = "par.param";
-    /// How a driver initialises an argument: "zeros", "ones" or
-    /// "uniform:<scale>" (uniform in [-scale, scale) from the counter-based
+    /// How a driver initialises an argument: a #par.init attribute
+    /// (zeros, ones, or uniform in [-scale, scale) from the counter-based
     /// generator).
     static constexpr ::llvm::StringLiteral kInitAttrName = "par.init";
     /// On a train step: (result, argument) index pairs; after one step the

@@ -1,0 +1,88 @@
+//===- ManifestSchema.h - The manifest's keys and version -------*- C++ -*-===//
+//
+// The one spelling of the artifact manifest that par-export-manifest writes
+// (llvm::json, in the compiler) and the runtime's session reads (its own
+// JSON reader, no LLVM): the schema version, every key and the enumerated
+// string values. Plain C++17 with no dependencies, so both sides include it.
+// A change to a key's meaning or a value's format bumps kVersion; the reader
+// refuses any other version.
+//
+//   { "version": N,
+//     "functions": [ { "name", "mesh": {"name", "axes": [{"name", "size"}]},
+//                      "inputs": [tensor], "outputs": [tensor],
+//                      "feedback"?, "micro_batches"?, "stage"?,
+//                      "stage_args"? } ],
+//     "pipeline"?: { "func", "stages", "axis", "schedule", "backward",
+//                    "p", "m", "v", "programs" } }
+//   tensor = { "dtype", "global_shape", "local_shape", "init"?,
+//              "sharding": {"dims", "partial", "partial_kind"} }
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_TARGET_MANIFEST_MANIFESTSCHEMA_H
+#define PAR_TARGET_MANIFEST_MANIFESTSCHEMA_H
+
+#include <cstdint>
+
+namespace par::manifest {
+
+/// The schema version the writer writes and the only one the reader takes.
+inline constexpr int64_t kVersion = 1;
+
+namespace key {
+// The top level.
+inline constexpr const char kVersion[] = "version";
+inline constexpr const char kFunctions[] = "functions";
+inline constexpr const char kPipeline[] = "pipeline";
+// A function entry.
+inline constexpr const char kName[] = "name";
+inline constexpr const char kMesh[] = "mesh";
+inline constexpr const char kInputs[] = "inputs";
+inline constexpr const char kOutputs[] = "outputs";
+inline constexpr const char kFeedback[] = "feedback";
+inline constexpr const char kMicroBatches[] = "micro_batches";
+inline constexpr const char kStage[] = "stage";
+inline constexpr const char kStageArgs[] = "stage_args";
+// A mesh (its name is kName) and its axes (kName and kSize).
+inline constexpr const char kAxes[] = "axes";
+inline constexpr const char kSize[] = "size";
+// A tensor entry.
+inline constexpr const char kDtype[] = "dtype";
+inline constexpr const char kGlobalShape[] = "global_shape";
+inline constexpr const char kLocalShape[] = "local_shape";
+inline constexpr const char kInit[] = "init";
+inline constexpr const char kSharding[] = "sharding";
+inline constexpr const char kDims[] = "dims";
+inline constexpr const char kPartial[] = "partial";
+inline constexpr const char kPartialKind[] = "partial_kind";
+// The pipeline section (par-pipeline-split, par-pipeline-schedule).
+inline constexpr const char kPipelineFunc[] = "func";
+inline constexpr const char kPipelineStages[] = "stages";
+inline constexpr const char kPipelineAxis[] = "axis";
+inline constexpr const char kPipelineSchedule[] = "schedule";
+inline constexpr const char kPipelineBackward[] = "backward";
+inline constexpr const char kPipelineP[] = "p";
+inline constexpr const char kPipelineM[] = "m";
+inline constexpr const char kPipelineV[] = "v";
+inline constexpr const char kPipelinePrograms[] = "programs";
+} // namespace key
+
+/// Values of a sharding's "partial_kind".
+namespace partial_kind {
+inline constexpr const char kSum[] = "sum";
+inline constexpr const char kMax[] = "max";
+inline constexpr const char kMin[] = "min";
+inline constexpr const char kAvg[] = "avg";
+} // namespace partial_kind
+
+/// Values of a tensor's "init": kZeros, kOnes or kUniformPrefix followed by
+/// the scale (uniform in [-scale, scale) from the counter-based generator).
+namespace init {
+inline constexpr const char kZeros[] = "zeros";
+inline constexpr const char kOnes[] = "ones";
+inline constexpr const char kUniformPrefix[] = "uniform:";
+} // namespace init
+
+} // namespace par::manifest
+
+#endif // PAR_TARGET_MANIFEST_MANIFESTSCHEMA_H
