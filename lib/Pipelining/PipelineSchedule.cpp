@@ -1,6 +1,6 @@
 //===- PipelineSchedule.cpp - par-pipeline-schedule -----------------------===//
 //
-// One global timetable (lib/Pipeline) gives every pipeline rank its ordered
+// One global timetable (lib/Schedule) gives every pipeline rank its ordered
 // actions: forwards and backwards of (micro-batch, stage) and the transfers
 // between ranks, in one global event order, which is what makes them
 // deadlock-free under blocking send/recv. They are verified and stored in
@@ -68,9 +68,9 @@ struct PipelineSchedulePass
                             "par-pipeline-split=split-backward=true";
       return signalPassFailure();
     }
-    if (microBatches < 1 || virtualStages < 1) {
-      module.emitError() << "par-pipeline-schedule: micro-batches and virtual "
-                            "must be >= 1";
+    if (microBatches < 0 || virtualStages < 1) {
+      module.emitError() << "par-pipeline-schedule: micro-batches must be >= "
+                            "1 (or 0: the train step's) and virtual >= 1";
       return signalPassFailure();
     }
     if (S != p * virtualStages) {
@@ -82,23 +82,26 @@ struct PipelineSchedulePass
                          << p * virtualStages << ")";
       return signalPassFailure();
     }
-    // The train step (par-optimizer) must accumulate as many micro-batches:
-    // it is the unpipelined reference of the same computation.
-    if (auto step = module.lookupSymbol<func::FuncOp>(
-            (funcAttr.getValue() + "_step").str()))
-      if (auto m = step->getAttrOfType<IntegerAttr>(
-              ParDialect::kMicroBatchesAttrName);
-          m ? m.getInt() != microBatches : microBatches != 1) {
-        step.emitOpError()
-            << "accumulates " << (m ? m.getInt() : 1)
-            << " micro-batch(es) but the pipeline schedule has "
-            << static_cast<int64_t>(microBatches)
-            << " (give par-optimizer micro-batches="
-            << static_cast<int64_t>(microBatches) << ")";
-        return signalPassFailure();
-      }
+    // The micro-batch count is the train step's (par-optimizer records it
+    // on <f>_step) unless given; a given one must agree, since the step is
+    // the unpipelined reference of the same computation.
+    auto step = module.lookupSymbol<func::FuncOp>(
+        (funcAttr.getValue() + "_step").str());
+    auto stepAttr = step ? step->getAttrOfType<IntegerAttr>(
+                               ParDialect::kMicroBatchesAttrName)
+                         : IntegerAttr();
+    int64_t stepM = stepAttr ? stepAttr.getInt() : 1;
+    int64_t m = microBatches > 0 ? static_cast<int64_t>(microBatches)
+                                 : (step ? stepM : 1);
+    if (step && stepM != m) {
+      step.emitOpError() << "accumulates " << stepM
+                         << " micro-batch(es) but the pipeline schedule has "
+                         << m << " (give par-optimizer micro-batches=" << m
+                         << ")";
+      return signalPassFailure();
+    }
     config.shape.p = p;
-    config.shape.m = microBatches;
+    config.shape.m = m;
     config.shape.v = virtualStages;
     std::string error = pl::validateConfig(config);
     pl::Timetable timetable;
@@ -129,7 +132,7 @@ struct PipelineSchedulePass
     entries.set("schedule", b.getStringAttr(schedule));
     entries.set("axis", b.getStringAttr(axis));
     entries.set("p", b.getI64IntegerAttr(p));
-    entries.set("m", b.getI64IntegerAttr(microBatches));
+    entries.set("m", b.getI64IntegerAttr(m));
     entries.set("v", b.getI64IntegerAttr(virtualStages));
     entries.set("backward", b.getStringAttr(config.shape.splitBackward
                                                  ? "split"
@@ -140,7 +143,7 @@ struct PipelineSchedulePass
     if (diagram) {
       pl::Metrics metrics = pl::computeMetrics(timetable);
       llvm::outs() << "par-pipeline-schedule: " << schedule << " p=" << p
-                   << " m=" << static_cast<int64_t>(microBatches)
+                   << " m=" << m
                    << " v=" << static_cast<int64_t>(virtualStages)
                    << " (unit costs: F=1, B=2)\n"
                    << pl::renderDiagram(timetable) << "  bubble fraction "

@@ -2,7 +2,7 @@
 //
 // The programs par-pipeline-schedule stores are deadlock-free by
 // construction; a hand edit may not be. This pass re-parses them and
-// simulates them under blocking send/recv (lib/Pipeline's verifier), so a
+// simulates them under blocking send/recv (lib/Schedule's verifier), so a
 // schedule that would hang is rejected before anything runs.
 //
 //===----------------------------------------------------------------------===//

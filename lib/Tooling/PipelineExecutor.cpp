@@ -10,7 +10,7 @@
 
 #include "par/Tooling/PipelineExecutor.h"
 
-#include "par/Pipeline/Schedule.h"
+#include "par/Schedule/Schedule.h"
 #include "par/Tooling/ChromeTrace.h"
 #include "par/Tooling/CharData.h"
 #include "par/Tooling/Compare.h"

@@ -17,8 +17,8 @@
 // UNKNOWN: error: par-pipeline-schedule: unknown schedule 'zb' (expected gpipe, 1f1b, interleaved or zbh1)
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=4 "--par-pipeline-schedule=schedule=interleaved virtual=2 micro-batches=3" 2>&1 | FileCheck %s --check-prefix=INTER
 // INTER: error: par-pipeline-schedule: interleaved needs m divisible by p (m=3, p=2)
-// RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 "--par-pipeline-schedule=micro-batches=0" 2>&1 | FileCheck %s --check-prefix=M0
-// M0: error: par-pipeline-schedule: micro-batches and virtual must be >= 1
+// RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 "--par-pipeline-schedule=micro-batches=-1" 2>&1 | FileCheck %s --check-prefix=M0
+// M0: error: par-pipeline-schedule: micro-batches must be >= 1 (or 0: the train step's) and virtual >= 1
 // RUN: not par-opt %s --par-verify-pipeline 2>&1 | FileCheck %s --check-prefix=HANG
 // HANG: error: the pipeline programs are invalid: deadlock: rank 0 waits in send-act(mb=1,s=1) to rank 1, but rank 1 is blocked in send-grad(mb=0,s=1) to rank 0
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-verify-pipeline 2>&1 | FileCheck %s --check-prefix=NONE

@@ -1,11 +1,13 @@
 // RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=1f1b micro-batches=4 diagram=true" | FileCheck %s
+// RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=1f1b diagram=true" | FileCheck %s
 // RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=gpipe micro-batches=4 diagram=true" | FileCheck %s --check-prefix=GPIPE
 // RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=4 --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=interleaved virtual=2 micro-batches=4" --par-verify-pipeline | FileCheck %s --check-prefix=INTER
 
 // Tests the pipeline programs in the IR: 1F1B over the "pp" axis (2 ranks)
 // with 4 micro-batches. The timeline (unit costs: F = 1, B = 2) has the
 // (p-1)/(m+p-1) = 1/5 bubble, and every rank's ordered actions, transfers
-// included, are stored in the module's par.pipeline.
+// included, are stored in the module's par.pipeline. Without micro-batches
+// the schedule takes the train step's 4 (the second RUN line).
 // CHECK:      par-pipeline-schedule: 1f1b p=2 m=4 v=1 (unit costs: F=1, B=2)
 // CHECK:      rank 0 | F0 F1 .  .  B0 B0 F2 B1 B1 F3 B2 B2 .  B3 B3
 // CHECK-NEXT: rank 1 | .  F0 B0 B0 F1 B1 B1 F2 B2 B2 F3 B3 B3 .  .

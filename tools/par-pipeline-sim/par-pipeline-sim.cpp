@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Pipeline/Schedule.h"
+#include "par/Schedule/Schedule.h"
 
 #include <cerrno>
 #include <cmath>

@@ -60,7 +60,7 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
   let summary = "Puts each pipeline rank's ordered actions into the IR";
   let description = [{
     For a module par-pipeline-split made, derives from one global timetable
-    (lib/Pipeline, docs/RationalePipeline.md) every pipeline rank's ordered
+    (lib/Schedule, docs/RationalePipeline.md) every pipeline rank's ordered
     list of actions for `schedule` (gpipe, 1f1b, interleaved with
     `virtual` > 1 stages per rank, zbh1 after
     `par-pipeline-split=split-backward=true`) and `micro-batches` m: forward and
@@ -74,8 +74,9 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe, 1f1b, interleaved or zbh1">,
-    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
-           "Micro-batches per step">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"0",
+           "Micro-batches per step (0: the train step's, as par-optimizer "
+           "recorded it; 1 without a step)">,
     Option<"virtualStages", "virtual", "int64_t", /*default=*/"1",
            "Stages per rank (interleaved)">,
     Option<"axis", "axis", "std::string", /*default=*/"\"pp\"",

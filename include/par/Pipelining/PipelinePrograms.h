@@ -2,8 +2,8 @@
 //
 // par-pipeline-schedule stores each pipeline rank's ordered actions in the
 // module's `par.pipeline` dictionary (`p`, `m`, `v`, `schedule`, `programs`:
-// one string per rank, in lib/Pipeline's action syntax). These helpers move
-// them between that dictionary and lib/Pipeline's data structures.
+// one string per rank, in lib/Schedule's action syntax). These helpers move
+// them between that dictionary and lib/Schedule's data structures.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +11,7 @@
 #define PAR_PIPELINING_PIPELINEPROGRAMS_H
 
 #include "mlir/IR/BuiltinOps.h"
-#include "par/Pipeline/Schedule.h"
+#include "par/Schedule/Schedule.h"
 
 namespace mlir::par {
 

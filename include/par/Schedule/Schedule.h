@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_PIPELINE_SCHEDULE_H
-#define PAR_PIPELINE_SCHEDULE_H
+#ifndef PAR_SCHEDULE_SCHEDULE_H
+#define PAR_SCHEDULE_SCHEDULE_H
 
 #include <cstdint>
 #include <string>
@@ -247,4 +247,4 @@ std::string renderDiagram(const Timetable &timetable);
 } // namespace pipeline
 } // namespace par
 
-#endif // PAR_PIPELINE_SCHEDULE_H
+#endif // PAR_SCHEDULE_SCHEDULE_H

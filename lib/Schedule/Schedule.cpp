@@ -1,10 +1,10 @@
 //===- Schedule.cpp - Pipeline-parallel schedules and their verifier ------===//
 //
-// See include/par/Pipeline/Schedule.h and docs/RationalePipeline.md.
+// See include/par/Schedule/Schedule.h and docs/RationalePipeline.md.
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Pipeline/Schedule.h"
+#include "par/Schedule/Schedule.h"
 
 #include <algorithm>
 #include <cctype>
