@@ -36,7 +36,7 @@ config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
 config.environment["OPENBLAS_NUM_THREADS"] = "1"
 config.substitutions.append(("%mpirun", "sh " + os.path.join(config.par_src_root, "test", "mpirun.sh")))
 config.substitutions.append(("%par_lib_dir", os.path.join(config.par_obj_root, "lib")))
-llvm_config.add_tool_substitutions(["par-runtime-test", "llvm-nm"], tool_dirs)
+llvm_config.add_tool_substitutions(["par-runtime-test", "par-session-test", "llvm-nm"], tool_dirs)
 
 # Features: what this machine has. A test that needs a missing component
 # says REQUIRES: <feature> (or its folder's lit.local.cfg does) and reports
