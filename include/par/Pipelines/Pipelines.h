@@ -25,6 +25,9 @@
 #ifndef PAR_PIPELINES_PIPELINES_H
 #define PAR_PIPELINES_PIPELINES_H
 
+#include "par/Pipelining/Passes.h"
+#include "par/Training/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -42,6 +45,11 @@ struct SPMDPipelineOptions
 /// `par-opt --par-compile-pipeline=...`). One value per concept: the
 /// micro-batch count feeds both the optimizer and the schedule.
 struct CompileOptions : public PassPipelineOptions<CompileOptions> {
+  // Defaults come from the passes' own options (their Passes.td), so the
+  // pipeline and the passes run alone never disagree.
+  inline static const OptimizerOptions kOpt{};
+  inline static const PipelineScheduleOptions kSched{};
+
   // Training.
   Option<std::string> optimizer{
       *this, "optimizer",
@@ -49,38 +57,38 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
                      "momentum or adamw: build the train step"),
       llvm::cl::init("none")};
   Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
-                    llvm::cl::init(0.01)};
+                    llvm::cl::init(kOpt.lr)};
   Option<double> momentum{*this, "momentum",
                           llvm::cl::desc("Momentum coefficient"),
-                          llvm::cl::init(0.9)};
+                          llvm::cl::init(kOpt.momentum)};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
-                       llvm::cl::init(0.9)};
+                       llvm::cl::init(kOpt.beta1)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
-                       llvm::cl::init(0.999)};
+                       llvm::cl::init(kOpt.beta2)};
   Option<double> epsilon{*this, "eps", llvm::cl::desc("AdamW epsilon"),
-                         llvm::cl::init(1e-8)};
+                         llvm::cl::init(kOpt.epsilon)};
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("AdamW decoupled weight decay"),
-                             llvm::cl::init(0.01)};
+                             llvm::cl::init(kOpt.weightDecay)};
   Option<double> clipNorm{*this, "clip-norm",
                           llvm::cl::desc("Clip gradients to this global "
                                          "norm (0: off)"),
-                          llvm::cl::init(0.0)};
+                          llvm::cl::init(kOpt.clipNorm)};
   Option<std::string> lrSchedule{
       *this, "lr-schedule",
       llvm::cl::desc("Learning-rate schedule: constant or cosine"),
-      llvm::cl::init("constant")};
+      llvm::cl::init(kOpt.schedule)};
   Option<int64_t> warmupSteps{*this, "warmup-steps",
                               llvm::cl::desc("Linear warmup steps (cosine)"),
-                              llvm::cl::init(0)};
+                              llvm::cl::init(kOpt.warmupSteps)};
   Option<int64_t> totalSteps{*this, "total-steps",
                              llvm::cl::desc("Steps of the cosine decay"),
-                             llvm::cl::init(0)};
+                             llvm::cl::init(kOpt.totalSteps)};
   Option<int64_t> microBatches{
       *this, "micro-batches",
       llvm::cl::desc("Micro-batches per step (gradient accumulation, and "
                      "the pipeline schedule's m)"),
-      llvm::cl::init(1)};
+      llvm::cl::init(kOpt.microBatches)};
   // Pipelining.
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Pipeline stages (0: no pipeline)"),
@@ -88,14 +96,14 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
   Option<std::string> schedule{
       *this, "schedule",
       llvm::cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved, zbh1"),
-      llvm::cl::init("1f1b")};
+      llvm::cl::init(kSched.schedule)};
   Option<int64_t> virtualStages{
       *this, "virtual",
       llvm::cl::desc("Stages per pipeline rank (interleaved)"),
-      llvm::cl::init(1)};
+      llvm::cl::init(kSched.virtualStages)};
   Option<std::string> pipelineAxis{
       *this, "pipeline-axis", llvm::cl::desc("The mesh axis of the stages"),
-      llvm::cl::init("pp")};
+      llvm::cl::init(kSched.axis)};
   Option<bool> splitBackward{
       *this, "split-backward",
       llvm::cl::desc("Split each stage backward into input and weight "
