@@ -44,6 +44,19 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
     pm.addPass(createCommReport());
 }
 
+void mlir::par::buildPrecisionPhase(OpPassManager &pm,
+                                    const CompileOptions &options) {
+  if (options.precision == "f32")
+    return;
+  // On the whole unsharded forward, before the pipeline split (which then
+  // cuts 16-bit activations) and before autodiff (the casts' adjoints make
+  // the master weights' gradients f32).
+  MixedPrecisionOptions mp;
+  mp.computeType = options.precision;
+  mp.keep.assign(options.keep.begin(), options.keep.end());
+  pm.addPass(createMixedPrecision(mp));
+}
+
 void mlir::par::buildPipelineSplitPhase(OpPassManager &pm,
                                         const CompileOptions &options) {
   if (options.stages <= 0)
@@ -187,6 +200,7 @@ void mlir::par::buildLowerCPUPipeline(OpPassManager &pm) {
 
 void mlir::par::buildFrontendPipeline(OpPassManager &pm,
                                       const CompileOptions &options) {
+  buildPrecisionPhase(pm, options);
   buildPipelineSplitPhase(pm, options);
   buildTrainPhase(pm, options);
   buildSchedulePhase(pm, options);

@@ -197,6 +197,17 @@ LogicalResult emitCombinerError(linalg::GenericOp op) {
                         "differentiate (only sums)");
 }
 
+/// `v` converted to the float type `type` (extf or truncf; v if it is one).
+Value castFloat(OpBuilder &b, Location loc, Value v, Type type) {
+  auto from = cast<FloatType>(v.getType());
+  auto to = cast<FloatType>(type);
+  if (from == to)
+    return v;
+  if (to.getWidth() > from.getWidth())
+    return arith::ExtFOp::create(b, loc, to, v);
+  return arith::TruncFOp::create(b, loc, to, v);
+}
+
 /// Operands of an adjoint generic: every original operand (values the body
 /// may read), then dy of each result with an adjoint, with the original
 /// indexing maps passed through `widen`.
@@ -275,9 +286,46 @@ LogicalResult recomputeWithTangents(OpBuilder &nb, Location nloc,
     if (!t)
       continue;
     Value dy = args[op->getNumOperands() + k];
-    add(arith::MulFOp::create(nb, nloc, dy, t));
+    // Mixed precision: the tangent is in the seed's type, dy in the
+    // result's; the product is in the wider of the two.
+    Type wider = cast<FloatType>(dy.getType()).getWidth() >=
+                         cast<FloatType>(t.getType()).getWidth()
+                     ? dy.getType()
+                     : t.getType();
+    add(arith::MulFOp::create(nb, nloc, castFloat(nb, nloc, dy, wider),
+                              castFloat(nb, nloc, t, wider)));
   }
   return success();
+}
+
+/// The widest float element type among the dy operands of `ops` and `elt`:
+/// where an input is narrower than the results (mixed precision), its
+/// gradient accumulates in the results' precision and is rounded once.
+Type accumulatorType(linalg::GenericOp op, const AdjointOperands &ops,
+                     Type elt) {
+  auto widest = cast<FloatType>(elt);
+  for (size_t i = op->getNumOperands(); i < ops.inputs.size(); ++i)
+    if (auto t = dyn_cast<FloatType>(getElementTypeOrSelf(ops.inputs[i])))
+      if (t.getWidth() > widest.getWidth())
+        widest = t;
+  return widest;
+}
+
+/// A tensor `v` rounded elementwise to element type `elt`.
+Value roundTensor(OpBuilder &b, Location loc, Value v, Type elt) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getElementType() == elt)
+    return v;
+  int64_t r = type.getRank();
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type.clone(elt)}, ValueRange{v},
+             ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(), elt)},
+             SmallVector<AffineMap>(2, b.getMultiDimIdentityMap(r)),
+             SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(nb, l, castFloat(nb, l, a[0], elt));
+             })
+      .getResult(0);
 }
 
 /// The adjoint of the operand `target` (an input, or an elementwise
@@ -298,17 +346,25 @@ LogicalResult buildOperandAdjoint(linalg::GenericOp op, OpOperand *target,
   SmallVector<utils::IteratorType> iters = getAdjointIterators(targetMap);
   ops.maps.push_back(targetMap);
 
-  Value init = state.zeros(loc, targetType);
+  Type accType = accumulatorType(op, ops, targetType.getElementType());
+  // A 16-bit gradient summed over loops (a broadcast input: LayerNorm's
+  // gain, a bias) accumulates in f32 and is rounded once.
+  if (cast<FloatType>(accType).getWidth() < 32 &&
+      llvm::is_contained(iters, utils::IteratorType::reduction))
+    accType = b.getF32Type();
+  auto accTensor = targetType.clone(accType);
+  Value init = state.zeros(loc, accTensor);
   bool failedBody = false;
   Operation *badOp = nullptr;
   Value wrt = op.getBody()->getArgument(target->getOperandNumber());
   auto grad = linalg::GenericOp::create(
-      b, loc, TypeRange{targetType}, ops.inputs, ValueRange{init}, ops.maps,
+      b, loc, TypeRange{accTensor}, ops.inputs, ValueRange{init}, ops.maps,
       iters, [&](OpBuilder &nb, Location nloc, ValueRange args) {
         IRMapping map;
         Value acc = args.back();
         auto add = [&](Value contrib) {
-          acc = arith::AddFOp::create(nb, nloc, acc, contrib);
+          acc = arith::AddFOp::create(nb, nloc, acc,
+                                      castFloat(nb, nloc, contrib, accType));
         };
         if (failed(recomputeWithTangents(nb, nloc, op, args, ops.dyResults, wrt,
                                          map, add, badOp))) {
@@ -319,7 +375,9 @@ LogicalResult buildOperandAdjoint(linalg::GenericOp op, OpOperand *target,
       });
   if (failedBody)
     return dropAdjoint(op, grad, badOp);
-  state.accumulate(target->get(), grad.getResult(0));
+  state.accumulate(target->get(),
+                   roundTensor(b, loc, grad.getResult(0),
+                               targetType.getElementType()));
   return success();
 }
 
@@ -375,6 +433,7 @@ LogicalResult buildCapturedReadAdjoint(linalg::GenericOp op,
         Value acc = args.back();
         Value contrib;
         auto add = [&](Value c) {
+          c = castFloat(nb, nloc, c, elt);
           contrib =
               contrib ? arith::AddFOp::create(nb, nloc, contrib, c).getResult()
                       : c;

@@ -50,6 +50,18 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
   inline static const OptimizerOptions kOpt{};
   inline static const PipelineScheduleOptions kSched{};
 
+  // Mixed precision (before everything: the pipeline split cuts 16-bit
+  // activations).
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("f32 (as given), f16 or bf16: compute type of "
+                     "par-mixed-precision, master weights stay f32"),
+      llvm::cl::init("f32")};
+  ListOption<std::string> keep{
+      *this, "keep",
+      llvm::cl::desc("Op kinds that stay f32 under mixed precision "
+                     "(matmul, elementwise, reduction, softmax; none)")};
+
   // Training.
   Option<std::string> optimizer{
       *this, "optimizer",
@@ -145,6 +157,7 @@ BackendOptions getBackendOptions(const CompileOptions &options);
 void buildSPMDPipeline(OpPassManager &pm, const SPMDPipelineOptions &options);
 
 /// The phases, each usable alone.
+void buildPrecisionPhase(OpPassManager &pm, const CompileOptions &options);
 void buildPipelineSplitPhase(OpPassManager &pm, const CompileOptions &options);
 void buildTrainPhase(OpPassManager &pm, const CompileOptions &options);
 void buildSchedulePhase(OpPassManager &pm, const CompileOptions &options);

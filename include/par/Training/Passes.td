@@ -41,6 +41,54 @@ def Autodiff : Pass<"par-autodiff", "ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def MixedPrecision : Pass<"par-mixed-precision", "ModuleOp"> {
+  let summary = "Computes in f16 or bf16 with f32 master weights";
+  let description = [{
+    Runs on the unsharded forward + loss, before par-autodiff. Parameters
+    (`par.param` arguments) stay f32: they are the master weights the
+    optimizer updates and its state is f32 like them. Each use of an f32
+    value by an op that computes in the compute type gets a cast (one per
+    value and type; a value widened from 16 bits narrows to its source, so
+    casts never chain). Ops fall in four kinds:
+
+    - `matmul` (linalg.matmul, linalg.batch_matmul, generic contractions):
+      16-bit inputs, f32 accumulator and result, as cuBLAS's GEMM with f32
+      compute;
+    - `elementwise` (all-parallel generics): 16-bit inputs and result; the
+      body widens its inputs and computes in f32, rounding once when it
+      yields;
+    - `reduction` (generics with reduction loops: LayerNorm statistics,
+      cross-entropy's log-sum-exp, the loss) and `softmax` (linalg.softmax).
+
+    Kinds on `keep` (default `reduction,softmax`) read f32 and produce f32:
+    LayerNorm statistics, softmax, cross-entropy and the final reduction of
+    the loss stay f32. An op with `par.precision = "f32"` is kept whatever
+    its kind, one with `par.precision = "compute"` is converted. Reshapes,
+    slices, transposes, broadcasts and sharding constraints carry the type
+    that reaches them; function results keep their types. Through the
+    casts' adjoints the gradient of every master weight is f32. The
+    function gets `par.mixed_precision = <compute type>`; running the pass
+    again on it is an error.
+
+    ```mlir
+    // compute=bf16: %w : tensor<16x32xf32> {par.param}
+    %wc = linalg.generic ... ins(%w) { arith.truncf : f32 to bf16 }
+    %y = linalg.matmul ins(%xc, %wc : tensor<8x16xbf16>, tensor<16x32xbf16>)
+                       outs(%acc : tensor<8x32xf32>)
+    ```
+  }];
+  let options = [
+    Option<"computeType", "compute", "std::string", /*default=*/"\"bf16\"",
+           "The compute type: f16 or bf16">,
+    ListOption<"keep", "keep", "std::string",
+               "Op kinds that stay in f32 (matmul, elementwise, reduction, "
+               "softmax; none for none); default reduction,softmax">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
   let summary = "Builds a train step: gradient plus optimizer update";
   let description = [{

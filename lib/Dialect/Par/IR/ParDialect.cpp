@@ -444,6 +444,20 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                            "on a function");
     return success();
   }
+  if (attr.getName() == kMixedPrecisionAttrName) {
+    auto t = dyn_cast<TypeAttr>(attr.getValue());
+    if (!t || !isa<FunctionOpInterface>(op) ||
+        !isa<Float16Type, BFloat16Type>(t.getValue()))
+      return op->emitError("'par.mixed_precision' must be the compute type "
+                           "(f16 or bf16) on a function");
+    return success();
+  }
+  if (attr.getName() == kPrecisionAttrName) {
+    auto p = dyn_cast<StringAttr>(attr.getValue());
+    if (!p || (p.getValue() != "f32" && p.getValue() != "compute"))
+      return op->emitError("'par.precision' must be \"f32\" or \"compute\"");
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute " << attr.getName();
   auto list = dyn_cast<ArrayAttr>(attr.getValue());

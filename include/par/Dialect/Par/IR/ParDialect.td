@@ -53,6 +53,14 @@ def Par_Dialect : Dialect {
     /// micro-batches each data argument is split into (a positive i64).
     static constexpr ::llvm::StringLiteral kMicroBatchesAttrName =
         "par.micro_batches";
+    /// On a function par-mixed-precision converted: its compute type (a
+    /// TypeAttr, f16 or bf16).
+    static constexpr ::llvm::StringLiteral kMixedPrecisionAttrName =
+        "par.mixed_precision";
+    /// On an op, for par-mixed-precision: "f32" keeps it in f32, "compute"
+    /// runs it in the compute type, whatever its kind.
+    static constexpr ::llvm::StringLiteral kPrecisionAttrName =
+        "par.precision";
     /// Pipeline parallelism. On an op: the stage a user pins it to (an i64).
     /// On a function par-pipeline-split made: the stage it computes.
     static constexpr ::llvm::StringLiteral kStageAttrName = "par.stage";
