@@ -37,6 +37,9 @@ double generateFor(const Tensor &t, uint64_t seed, uint64_t tensor,
   if (t.init.compare(0, prefix, init::kUniformPrefix) == 0)
     return generate(seed, tensor, index) *
            strtod(t.init.c_str() + prefix, nullptr);
+  const size_t fill = sizeof(init::kFillPrefix) - 1;
+  if (t.init.compare(0, fill, init::kFillPrefix) == 0)
+    return strtod(t.init.c_str() + fill, nullptr);
   double v = generate(seed, tensor, index);
   return t.isFloat ? v : std::floor(v * 8);
 }

@@ -25,6 +25,7 @@
 
 #include "par/Training/AdjointModels.h"
 #include "par/Training/AdjointOpInterface.h"
+#include "par/Dialect/Par/IR/ParDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -690,6 +691,32 @@ LogicalResult concatAdjoint(tensor::ConcatOp cat, AdjointState &state) {
   return success();
 }
 
+/// par.scale_loss: the identity forward, the scale times dy backward.
+LogicalResult scaleLossAdjoint(ScaleLossOp op, AdjointState &state) {
+  Value dy = state.getAdjoint(op.getResult());
+  if (!dy || !state.isActive(op.getLoss()))
+    return success();
+  OpBuilder &b = state.getBuilder();
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(op.getLoss().getType());
+  Type elt = type.getElementType();
+  AffineMap scalar = AffineMap::get(0, 0, {}, b.getContext());
+  Value seeded =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{type}, ValueRange{dy, op.getScale()},
+          ValueRange{tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, elt)},
+          SmallVector<AffineMap>(3, scalar), ArrayRef<utils::IteratorType>{},
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            linalg::YieldOp::create(
+                nb, l,
+                arith::MulFOp::create(nb, l, a[0], castFloat(nb, l, a[1], elt))
+                    .getResult());
+          })
+          .getResult(0);
+  state.accumulate(op.getLoss(), seeded);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Ops whose results carry no gradient
 //===----------------------------------------------------------------------===//
@@ -734,6 +761,9 @@ void mlir::par::registerAdjointModels(DialectRegistry &registry) {
     attach<InsertSliceOp, insertSliceAdjoint>(ctx);
     attach<ConcatOp, concatAdjoint>(ctx);
     attach<EmptyOp, noAdjoint<EmptyOp>>(ctx);
+  });
+  registry.addExtension(+[](MLIRContext *ctx, ParDialect *) {
+    attach<ScaleLossOp, scaleLossAdjoint>(ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, arith::ArithDialect *) {
     attach<arith::ConstantOp, noAdjoint<arith::ConstantOp>>(ctx);

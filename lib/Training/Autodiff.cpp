@@ -241,6 +241,11 @@ struct AutodiffPass : public mlir::par::impl::AutodiffBase<AutodiffPass> {
       grad.erase();
       return failure();
     }
+    // The seed is in: par.scale_loss forwards its loss from here on.
+    grad.walk([](ScaleLossOp op) {
+      op.getResult().replaceAllUsesWith(op.getLoss());
+      op->erase();
+    });
     return success();
   }
 };

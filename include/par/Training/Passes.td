@@ -89,6 +89,57 @@ def MixedPrecision : Pass<"par-mixed-precision", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def LossScale : Pass<"par-loss-scale", "ModuleOp"> {
+  let summary = "Scales the loss of a forward + loss for 16-bit gradients";
+  let description = [{
+    Runs before par-autodiff (after par-mixed-precision). Every function with
+    `par.param` arguments gets one more argument, the loss scale (a
+    `tensor<f32>` with `par.loss_scale = #par.loss_scale<...>`, the policy,
+    and `par.init = #par.init<fill, init>`), and returns its loss through
+    `par.scale_loss`: the forward value is the loss, and par-autodiff's
+    backward starts at the scale, so every gradient comes out scaled and
+    small f16 gradients do not flush to zero. par-optimizer then builds the
+    rest into the train step: the gradients are unscaled (clipping sees
+    the unscaled ones), `par.all_finite` decides over every device of the
+    mesh whether the step is taken, the update is a select (a skipped step
+    leaves parameters, optimizer state and step number unchanged, bit for
+    bit), and `par.update_loss_scale` computes the next scale state
+    (scale, good-step count and hysteresis tracker: arguments and results
+    of the step, fed back like the optimizer's state). The step's
+    `par.loss_scale_results` names the results holding the scale and the
+    finite flag.
+
+    Defaults are PyTorch's GradScaler (init 2^16, growth 2 every 2000
+    finite steps, backoff 0.5, no hysteresis); Megatron's are init 2^32,
+    interval 1000, hysteresis 2, min 1.
+
+    ```mlir
+    func.func @loss(%x, %w {par.param},
+                    %scale: tensor<f32> {par.init = #par.init<fill, 65536.0>,
+                                         par.loss_scale = #par.loss_scale<...>})
+    //   return par.scale_loss %l by %scale
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"dynamic\"",
+           "static (the scale stays init-scale) or dynamic">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "The first step's scale">,
+    Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
+           "Dynamic: the factor after growth-interval finite steps (> 1)">,
+    Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5",
+           "Dynamic: the factor after a non-finite step (in (0, 1))">,
+    Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
+           "Dynamic: finite steps in a row before the scale grows">,
+    Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"1",
+           "Dynamic: non-finite steps (since the last growth) before the "
+           "scale backs off">,
+    Option<"minScale", "min-scale", "double", /*default=*/"1.0",
+           "Dynamic: the scale never backs off below this">
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
 def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
   let summary = "Builds a train step: gradient plus optimizer update";
   let description = [{

@@ -70,12 +70,15 @@ std::string initString(InitAttr init) {
   case InitKind::Ones:
     return schema::init::kOnes;
   case InitKind::Uniform:
+  case InitKind::Fill:
     break;
   }
   char buf[64];
   std::to_chars_result r =
       std::to_chars(buf, buf + sizeof(buf), init.getScaleValue());
-  return schema::init::kUniformPrefix + std::string(buf, r.ptr);
+  return (init.getKind() == InitKind::Fill ? schema::init::kFillPrefix
+                                           : schema::init::kUniformPrefix) +
+         std::string(buf, r.ptr);
 }
 
 /// One function's manifest entry; remembers the mesh its shardings name.

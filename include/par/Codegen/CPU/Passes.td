@@ -12,7 +12,10 @@ def DecomposeAggregatedOps : Pass<"par-decompose-aggregated-ops", "ModuleOp"> {
     are replaced by their decomposition (reductions and elementwise
     generics) on tensors, so that they bufferize and lower to loops like
     any other structured op. Runs after partitioning: sharding works on the
-    aggregated op, whose rule is simpler.
+    aggregated op, whose rule is simpler. par's loss-scaling ops go the same
+    way: `par.scale_loss` forwards its loss, `par.all_finite` (partitioned:
+    this device's check) becomes a min-reduction of `|x| < inf` per input,
+    `par.update_loss_scale` scalar arithmetic.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",

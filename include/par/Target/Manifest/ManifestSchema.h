@@ -81,6 +81,8 @@ namespace init {
 inline constexpr const char kZeros[] = "zeros";
 inline constexpr const char kOnes[] = "ones";
 inline constexpr const char kUniformPrefix[] = "uniform:";
+/// Followed by the value every element starts at.
+inline constexpr const char kFillPrefix[] = "fill:";
 } // namespace init
 
 } // namespace par::manifest

@@ -378,7 +378,23 @@ struct ConcatRuleModel
 
 } // namespace
 
+/// par's scalar loss-scaling ops: rank-0 in and out, no factors (every
+/// operand replicated, so a partial loss is reduced before it).
+template <typename OpTy>
+struct ScalarRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<ScalarRuleModel<OpTy>,
+                                                    OpTy> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    return makeIdentityRule(op);
+  }
+};
+
 void mlir::par::registerShardingRuleModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, ParDialect *) {
+    ScaleLossOp::attachInterface<ScalarRuleModel<ScaleLossOp>>(*ctx);
+    UpdateLossScaleOp::attachInterface<ScalarRuleModel<UpdateLossScaleOp>>(
+        *ctx);
+  });
   registry.addExtension(+[](MLIRContext *ctx, linalg::LinalgDialect *) {
     attachLinalgModels<
 #define GET_OP_LIST

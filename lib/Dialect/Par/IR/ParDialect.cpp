@@ -227,6 +227,12 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                InitKind kind, APFloat scale) {
   bool hasScale = !scale.isPosZero();
+  if (kind == InitKind::Fill) {
+    if (!scale.isFinite())
+      return emitError() << "'fill' initialiser needs a finite value, got "
+                         << scale.convertToDouble();
+    return success();
+  }
   if (kind != InitKind::Uniform) {
     if (hasScale)
       return emitError() << "'" << stringifyInitKind(kind)
@@ -351,6 +357,16 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kLossScaleAttrName) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (!isa<LossScaleAttr>(attr.getValue()) || !fn ||
+        argIndex >= fn.getNumArguments() ||
+        fn.getArgumentTypes()[argIndex] !=
+            RankedTensorType::get({}, Float32Type::get(op->getContext())))
+      return op->emitError("'par.loss_scale' must be a #par.loss_scale "
+                           "policy on a tensor<f32> function argument");
+    return success();
+  }
   if (attr.getName() == kParamAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError("'par.param' is a unit attribute");
@@ -442,6 +458,17 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
     if (!m || !isa<FunctionOpInterface>(op) || m.getInt() < 1)
       return op->emitError("'par.micro_batches' must be a positive integer "
                            "on a function");
+    return success();
+  }
+  if (attr.getName() == kLossScaleResultsAttrName) {
+    auto idx = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (!idx || !fn || idx.size() != 2 ||
+        llvm::any_of(idx.asArrayRef(), [&](int64_t i) {
+          return i < 0 || i >= (int64_t)fn.getNumResults();
+        }))
+      return op->emitError("'par.loss_scale_results' must be [scale, finite] "
+                           "result indices of a function");
     return success();
   }
   if (attr.getName() == kMixedPrecisionAttrName) {

@@ -99,6 +99,7 @@ private:
   /// at global indices, so each device gets them whole first.
   LogicalResult replicateCaptured(Operation *op);
   LogicalResult partitionStructural(Operation *op);
+  LogicalResult partitionAllFinite(AllFiniteOp op);
   LogicalResult checkNoRuleOp(Operation *op);
   /// Emits the collectives turning `value` (local, of global type `global`,
   /// sharded `from`) into sharding `to`; returns the new local value.
@@ -435,6 +436,32 @@ LogicalResult PartitionPass::replicateCaptured(Operation *op) {
   return success();
 }
 
+LogicalResult PartitionPass::partitionAllFinite(AllFiniteOp op) {
+  // Each device checks the block it holds, whatever its sharding; a min
+  // over every axis of the mesh makes the decision global: the devices
+  // holding replicas agree by construction, and those of other pipeline
+  // stages (which never see these tensors) take the same decision.
+  FlatSymbolRefAttr meshSym = op.getMeshAttr();
+  if (!meshSym)
+    return success();
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, meshSym);
+  if (!mesh)
+    return op.emitOpError() << "refers to " << meshSym
+                            << ", which is not a par.mesh";
+  OpBuilder b(op);
+  b.setInsertionPointAfter(op);
+  op.removeMeshAttr();
+  ArrayAttr axes = mesh.getAxisNames();
+  if (axes.empty())
+    return success();
+  Value global = AllReduceOp::create(b, op.getLoc(), op.getType(), op.getResult(), meshSym.getValue(),
+                                     axes, ReductionKind::Min);
+  op.getResult().replaceAllUsesExcept(global, global.getDefiningOp());
+  noteNewValue(global, op.getResult(),
+               ShardingAttr::getReplicated(op.getContext(), meshSym, 0));
+  return success();
+}
+
 LogicalResult PartitionPass::partitionStructural(Operation *op) {
   // Results of region/branch/call ops share their class's sharding with the
   // values flowing into them; only their types change.
@@ -542,6 +569,11 @@ LogicalResult PartitionPass::partitionFunction(FunctionOpInterface fn) {
           fn.setResultAttr(i, kGlobalTypeAttr,
                            TypeAttr::get(globalTypes.lookup(orig)));
       }
+      continue;
+    }
+    if (auto af = dyn_cast<AllFiniteOp>(op)) {
+      if (failed(partitionAllFinite(af)))
+        return failure();
       continue;
     }
     auto rule = rules.find(op);

@@ -24,6 +24,9 @@ struct StripShardingsPass
       if (isa<ShardingConstraintOp, ReshardOp>(op)) {
         op->getResult(0).replaceAllUsesWith(op->getOperand(0));
         toErase.push_back(op);
+      } else if (auto af = dyn_cast<AllFiniteOp>(op)) {
+        // On one device the check is global.
+        af.removeMeshAttr();
       } else if (isa<MeshOp>(op)) {
         toErase.push_back(op);
       } else if (auto fn = dyn_cast<FunctionOpInterface>(op)) {

@@ -74,7 +74,8 @@ def Par_ShardingAttr : AttrDef<Par_Dialect, "Sharding"> {
 def Par_InitKind : I32EnumAttr<"InitKind", "initialiser kind", [
     I32EnumAttrCase<"Zeros", 0, "zeros">,
     I32EnumAttrCase<"Ones", 1, "ones">,
-    I32EnumAttrCase<"Uniform", 2, "uniform">
+    I32EnumAttrCase<"Uniform", 2, "uniform">,
+    I32EnumAttrCase<"Fill", 3, "fill">
   ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::par";
@@ -100,7 +101,8 @@ def Par_InitAttr : AttrDef<Par_Dialect, "Init"> {
   let description = [{
     On a function argument (`par.init`): the value a driver (par-run, the
     session's tooling) gives the argument when the user passes none. `zeros`
-    and `ones` fill it; `uniform` draws from [-scale, scale) with the
+    and `ones` fill it, `fill` fills it with the given value (a loss
+    scale's initial value); `uniform` draws from [-scale, scale) with the
     counter-based generator, so the value does not depend on the number of
     ranks. The optimizer's state starts at `zeros`, AdamW's step at `ones`.
 
@@ -109,8 +111,8 @@ def Par_InitAttr : AttrDef<Par_Dialect, "Init"> {
     %g: tensor<64xf32> {par.param, par.init = #par.init<ones>}
     ```
 
-    The manifest spells it as ManifestSchema.h's `"zeros"`, `"ones"` or
-    `"uniform:<scale>"`.
+    The manifest spells it as ManifestSchema.h's `"zeros"`, `"ones"`,
+    `"uniform:<scale>"` or `"fill:<value>"`.
   }];
   let parameters = (ins EnumParameter<Par_InitKind>:$kind,
                         Par_InitScaleParameter:$scale);
@@ -124,6 +126,68 @@ def Par_InitAttr : AttrDef<Par_Dialect, "Init"> {
   let extraClassDeclaration = [{
     /// The uniform initialiser's scale as a double (0 for zeros and ones).
     double getScaleValue() const { return getScale().convertToDouble(); }
+  }];
+}
+
+// A float parameter (stored as an APFloat: hashable, printed exactly).
+def Par_FloatParameter : AttrOrTypeParameter<"::llvm::APFloat", "a float"> {
+  let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double v;
+    if ($_parser.parseFloat(v))
+      return ::mlir::failure();
+    return ::llvm::APFloat(v);
+  }() }];
+  let printer = "$_printer.printFloat($_self)";
+}
+
+def Par_LossScaleKind : I32EnumAttr<"LossScaleKind", "loss scaling policy", [
+    I32EnumAttrCase<"Static", 0, "static">,
+    I32EnumAttrCase<"Dynamic", 1, "dynamic">
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::par";
+}
+
+def Par_LossScaleAttr : AttrDef<Par_Dialect, "LossScale"> {
+  let mnemonic = "loss_scale";
+  let summary = "A loss-scaling policy";
+  let description = [{
+    How the loss scale of a mixed-precision train step evolves (see
+    docs/RationaleMixedPrecision.md). `static`: the scale stays `init`.
+    `dynamic` (PyTorch's GradScaler, Megatron's DynamicGradScaler): after
+    `interval` consecutive steps with finite gradients the scale is
+    multiplied by `growth`; a step with a non-finite gradient is skipped
+    and, once `hysteresis` such steps have been seen since the last growth,
+    the scale is multiplied by `backoff` (at every such step), never below
+    `min` (par.update_loss_scale has the exact rule).
+
+    ```mlir
+    #par.loss_scale<kind = dynamic, init = 65536.0, growth = 2.0, backoff = 0.5,
+                    interval = 2000, hysteresis = 1, min = 1.0>
+    ```
+  }];
+  let parameters = (ins EnumParameter<Par_LossScaleKind>:$kind,
+                        Par_FloatParameter:$init, Par_FloatParameter:$growth,
+                        Par_FloatParameter:$backoff, "int64_t":$interval,
+                        "int64_t":$hysteresis, Par_FloatParameter:$min);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "LossScaleKind":$kind, "double":$init, "double":$growth,
+                     "double":$backoff, "int64_t":$interval,
+                     "int64_t":$hysteresis, "double":$min), [{
+      return $_get($_ctxt, kind, ::llvm::APFloat(init), ::llvm::APFloat(growth),
+                   ::llvm::APFloat(backoff), interval, hysteresis,
+                   ::llvm::APFloat(min));
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    double getInitValue() const { return getInit().convertToDouble(); }
+    double getGrowthValue() const { return getGrowth().convertToDouble(); }
+    double getBackoffValue() const { return getBackoff().convertToDouble(); }
+    double getMinValue() const { return getMin().convertToDouble(); }
+    bool isDynamic() const { return getKind() == LossScaleKind::Dynamic; }
   }];
 }
 

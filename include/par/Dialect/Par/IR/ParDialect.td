@@ -61,6 +61,15 @@ def Par_Dialect : Dialect {
     /// runs it in the compute type, whatever its kind.
     static constexpr ::llvm::StringLiteral kPrecisionAttrName =
         "par.precision";
+    /// On a function argument: the loss scale (a #par.loss_scale policy),
+    /// added by par-loss-scale and carried by the train step.
+    static constexpr ::llvm::StringLiteral kLossScaleAttrName =
+        "par.loss_scale";
+    /// On a train step with loss scaling: the indices of its results that
+    /// hold the next loss scale and the all-finite flag (1 = the step was
+    /// taken, 0 = skipped): an i64 array [scale, finite].
+    static constexpr ::llvm::StringLiteral kLossScaleResultsAttrName =
+        "par.loss_scale_results";
     /// Pipeline parallelism. On an op: the stage a user pins it to (an i64).
     /// On a function par-pipeline-split made: the stage it computes.
     static constexpr ::llvm::StringLiteral kStageAttrName = "par.stage";

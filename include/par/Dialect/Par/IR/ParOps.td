@@ -363,4 +363,87 @@ def Par_BufferRecvOp : Par_BufferOp<"recv"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Loss scaling (mixed precision)
+//===----------------------------------------------------------------------===//
+
+// A scalar f32 tensor (a flag, a scale), buildable so formats can omit it.
+def Par_ScalarF32 : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+
+def Par_ScaleLossOp : Par_Op<"scale_loss",
+    [Pure, AllTypesMatch<["loss", "result"]>]> {
+  let summary = "The loss, with its backward seeded by the loss scale";
+  let description = [{
+    Returns `loss` unchanged; its adjoint is `scale * dy`, so par-autodiff's
+    backward of a function returning it starts at `scale` instead of 1 and
+    every gradient comes out multiplied by the scale (small 16-bit gradients
+    stay above the underflow threshold). The reported loss is the true one.
+    par-loss-scale wraps a forward's loss in it; after par-autodiff the op
+    is only a forwarding of `loss` (par-decompose-aggregated-ops removes it).
+
+    ```mlir
+    %l = par.scale_loss %loss by %scale : tensor<f32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[AnyFloat]>:$loss, Par_ScalarF32:$scale);
+  let results = (outs 0DTensorOf<[AnyFloat]>:$result);
+  let assemblyFormat = "$loss `by` $scale attr-dict `:` type($loss)";
+}
+
+def Par_AllFiniteOp : Par_Op<"all_finite",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "1 if every element of every input, on every device, is finite";
+  let description = [{
+    A scalar f32: 1.0 when no element of any input is Inf or NaN, else 0.0.
+    With a mesh the decision covers every device of the mesh, all axes
+    (data, tensor and pipeline parallel) included, so that every rank takes
+    the same step-or-skip decision: par-partition makes it the local check
+    followed by a `min` all_reduce over every mesh axis. Without a mesh it
+    is the check of this device's values.
+
+    ```mlir
+    %ok = par.all_finite %g0, %g1 over @mesh : tensor<16x32xf32>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh);
+  let results = (outs Par_ScalarF32:$result);
+  let assemblyFormat = [{
+    $inputs (`over` $mesh^)? attr-dict `:` type($inputs)
+  }];
+  let hasVerifier = 1;
+}
+
+def Par_UpdateLossScaleOp : Par_Op<"update_loss_scale", [Pure]> {
+  let summary = "The next loss-scale state after a step";
+  let description = [{
+    The scale state is program state (arguments and results of the train
+    step, like the optimizer's): the `scale`, `good` (consecutive finite
+    steps since the last change) and `hysteresis` (non-finite steps still
+    tolerated before a back-off), as Megatron's DynamicGradScaler. With
+    `finite` = 1: `good + 1`, and when it reaches the policy's interval the
+    scale grows (up to the largest f32), `good` resets to 0 and `hysteresis`
+    to the policy's. With `finite` = 0: `good` = 0, `hysteresis - 1`, and
+    while that is <= 0 every such step backs the scale off (not below
+    `min`). With hysteresis 1 this is PyTorch's GradScaler. A static policy
+    returns its inputs.
+
+    ```mlir
+    %s2, %g2, %h2 = par.update_loss_scale %s, %g, %h finite %ok
+        policy #par.loss_scale<kind = dynamic, init = 65536.0, growth = 2.0,
+                               backoff = 0.5, interval = 2000, hysteresis = 1,
+                               min = 1.0>
+    ```
+  }];
+  let arguments = (ins Par_ScalarF32:$scale, Par_ScalarF32:$good,
+                       Par_ScalarF32:$hysteresis, Par_ScalarF32:$finite,
+                       Par_LossScaleAttr:$policy);
+  let results = (outs Par_ScalarF32:$new_scale, Par_ScalarF32:$new_good,
+                      Par_ScalarF32:$new_hysteresis);
+  let assemblyFormat = [{
+    $scale `,` $good `,` $hysteresis `finite` $finite `policy` $policy attr-dict
+  }];
+}
+
 #endif // PAR_DIALECT_PAR_IR_PAROPS_TD
