@@ -212,6 +212,11 @@ struct AutodiffPass : public mlir::par::impl::AutodiffBase<AutodiffPass> {
       return fn.emitOpError() << "cannot create '" << name
                               << "': the symbol exists";
     grad.setName(name);
+    // The links are the forward's: the gradient gets its own below.
+    for (StringRef link :
+         {ParDialect::kGradAttrName, ParDialect::kStepAttrName,
+          ParDialect::kUpdateAttrName, ParDialect::kLogitsAttrName})
+      grad->removeAttr(link);
     grad.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
     for (unsigned i = 0; i < grad.getNumArguments(); ++i)
       grad.removeArgAttr(i, kParamAttr);
@@ -241,6 +246,9 @@ struct AutodiffPass : public mlir::par::impl::AutodiffBase<AutodiffPass> {
       grad.erase();
       return failure();
     }
+    // The link every consumer follows (par-optimizer, the pipeline's stage
+    // table): the name is for readers only.
+    fn->setAttr(ParDialect::kGradAttrName, FlatSymbolRefAttr::get(grad));
     return success();
   }
 };
