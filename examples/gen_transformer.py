@@ -521,7 +521,8 @@ def generate_gpt(args):
     -log softmax(logits)[target].
 
     Also `func.func @gpt_logits(tokens, params...) -> tensor<BxSxV>`: the
-    same network without the loss, for sampling (`par-run --sample`). Its
+    same network without the loss, for sampling (`par-run --sample`), which
+    @gpt names with `par.logits = @gpt_logits`. Its
     arguments are @gpt's without the targets, in the same order and with the
     same shardings (not marked as parameters: nothing differentiates it)."""
     b, s, d, nh, f, v = args.batch, args.seq, args.dmodel, args.heads, args.ffn, args.vocab
@@ -680,8 +681,9 @@ def generate_gpt(args):
     if par:
         pp = ', "pp"=%d' % args.pp if args.pp > 1 else ""
         lines.append('  par.mesh @mesh ["dp"=%d, "tp"=%d%s]' % (args.dp, args.tp, pp))
-    def function(name, em, args, result, params):
-        """Appends `func.func @name`; `params`: mark parameters par.param."""
+    def function(name, em, args, result, params, attrs=""):
+        """Appends `func.func @name`; `params`: mark parameters par.param;
+        `attrs`: the function's attribute dictionary entries."""
         arg_strs = []
         for an, shape, ety, (is_param, entries) in args:
             entries = (["par.param"] if params and is_param else []) + entries
@@ -690,12 +692,16 @@ def generate_gpt(args):
                 " {%s}" % ", ".join(entries) if entries else ""))
         lines.append("  func.func @%s(" % name)
         lines.append(",\n".join("      " + a for a in arg_strs))
-        lines.append("  ) -> %s {" % result)
+        lines.append("  ) -> %s%s {" % (
+            result, " attributes {%s}" % attrs if attrs else ""))
         lines.extend(em.const_lines)
         lines.extend(em.lines)
         lines.append("  }")
 
-    function("gpt", emit_body(True), fargs, "tensor<%s>" % dt, params=True)
+    # par.logits links the loss to the logits function: par-optimizer
+    # copies the link onto the step, par-run --sample follows it.
+    function("gpt", emit_body(True), fargs, "tensor<%s>" % dt, params=True,
+             attrs="par.logits = @gpt_logits")
     function("gpt_logits", emit_body(False),
              [a for a in fargs if a[0] != "%targets"],
              "tensor<%dx%dx%dx%s>" % (b, s, v, dt), params=False)

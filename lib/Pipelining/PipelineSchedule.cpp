@@ -10,7 +10,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Pipelining/Passes.h"
-#include "par/Pipelining/PipelinePrograms.h"
 
 #define DEBUG_TYPE "par-pipeline-schedule"
 
@@ -25,22 +24,36 @@ namespace pl = ::par::pipeline;
 
 namespace {
 
+/// The stage table with what par-autodiff and par-optimizer made from each
+/// stage's functions (their `par.grad` and `par.update`), where they ran.
+template <typename LinkFn>
+SmallVector<StageAttr> completeStages(PipelineAttr pipe, LinkFn linked) {
+  SmallVector<StageAttr> out;
+  for (StageAttr st : pipe.getStages())
+    out.push_back(StageAttr::get(
+        st.getContext(), st.getForward(), st.getLoss(), st.getInputLoss(),
+        st.getWeightLoss(), linked(st.getLoss(), ParDialect::kGradAttrName),
+        linked(st.getInputLoss(), ParDialect::kGradAttrName),
+        linked(st.getWeightLoss(), ParDialect::kGradAttrName),
+        linked(st.getLoss(), ParDialect::kUpdateAttrName)));
+  return out;
+}
+
 struct PipelineSchedulePass
     : public mlir::par::impl::PipelineScheduleBase<PipelineSchedulePass> {
   using PipelineScheduleBase::PipelineScheduleBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto dict = module->getAttrOfType<DictionaryAttr>(
-        ParDialect::kPipelineAttrName);
-    auto stagesAttr = dict ? dict.getAs<IntegerAttr>("stages") : IntegerAttr();
-    auto funcAttr = dict ? dict.getAs<StringAttr>("func") : StringAttr();
-    if (!stagesAttr || !funcAttr) {
+    auto pipe =
+        module->getAttrOfType<PipelineAttr>(ParDialect::kPipelineAttrName);
+    if (!pipe) {
       module.emitError("par-pipeline-schedule: the module has no pipeline "
                        "stages (run par-pipeline-split first)");
       return signalPassFailure();
     }
-    int64_t S = stagesAttr.getInt();
+    int64_t S = pipe.getStages().size();
+    Operation *split = module.lookupSymbol(pipe.getFunc());
     // The pipeline axis and its size.
     int64_t p = -1;
     for (auto mesh : module.getOps<MeshOp>())
@@ -62,7 +75,7 @@ struct PipelineSchedulePass
       return signalPassFailure();
     }
     if (config.kind == pl::ScheduleKind::ZBH1 &&
-        !module.lookupSymbol((funcAttr.getValue() + "_s0_bw").str())) {
+        !pipe.getStages().front().getWeightLoss()) {
       module.emitError() << "par-pipeline-schedule: zbh1 runs the input and "
                             "weight halves of each backward apart: split with "
                             "par-pipeline-split=split-backward=true";
@@ -82,11 +95,13 @@ struct PipelineSchedulePass
                          << p * virtualStages << ")";
       return signalPassFailure();
     }
-    // The micro-batch count is the train step's (par-optimizer records it
-    // on <f>_step) unless given; a given one must agree, since the step is
-    // the unpipelined reference of the same computation.
-    auto step = module.lookupSymbol<func::FuncOp>(
-        (funcAttr.getValue() + "_step").str());
+    // The micro-batch count is the train step's (par-optimizer links it
+    // from the split function by `par.step`) unless given; a given one must
+    // agree, since the step is the unpipelined reference of the same
+    // computation.
+    FunctionOpInterface step =
+        split ? getLinkedFunction(split, ParDialect::kStepAttrName)
+              : FunctionOpInterface();
     auto stepAttr = step ? step->getAttrOfType<IntegerAttr>(
                                ParDialect::kMicroBatchesAttrName)
                          : IntegerAttr();
@@ -112,34 +127,28 @@ struct PipelineSchedulePass
       return signalPassFailure();
     }
     pl::Programs programs = pl::derivePrograms(timetable);
-    std::vector<std::string> errors =
-        verifyPipelinePrograms(config.shape, programs);
+    auto symbolOf = [](FunctionOpInterface f) {
+      return f ? FlatSymbolRefAttr::get(f.getOperation()) : FlatSymbolRefAttr();
+    };
+    auto linked = [&](FlatSymbolRefAttr from, StringRef link) {
+      Operation *op = from ? module.lookupSymbol(from) : nullptr;
+      return symbolOf(op ? getLinkedFunction(op, link) : FunctionOpInterface());
+    };
+    PipelineAttr scheduled =
+        pipe.withStages(completeStages(pipe, linked))
+            .withSchedule(symbolOf(step),
+                          split ? split->getAttrOfType<FlatSymbolRefAttr>(
+                                      ParDialect::kLogitsAttrName)
+                                : FlatSymbolRefAttr(),
+                          schedule, axis, m, programs);
+    std::vector<std::string> errors = verifyPipelinePrograms(scheduled);
     if (!errors.empty()) {
       module.emitError() << "par-pipeline-schedule: the derived programs do "
                             "not verify: "
                          << errors.front();
       return signalPassFailure();
     }
-    Builder b(module.getContext());
-    SmallVector<Attribute> perRank;
-    for (const auto &prog : programs) {
-      std::string line;
-      for (const pl::Action &a : prog)
-        line += (line.empty() ? "" : " ") + pl::formatAction(a);
-      perRank.push_back(b.getStringAttr(line));
-    }
-    NamedAttrList entries(dict);
-    entries.set("schedule", b.getStringAttr(schedule));
-    entries.set("axis", b.getStringAttr(axis));
-    entries.set("p", b.getI64IntegerAttr(p));
-    entries.set("m", b.getI64IntegerAttr(m));
-    entries.set("v", b.getI64IntegerAttr(virtualStages));
-    entries.set("backward", b.getStringAttr(config.shape.splitBackward
-                                                 ? "split"
-                                                 : "full"));
-    entries.set("programs", b.getArrayAttr(perRank));
-    module->setAttr(ParDialect::kPipelineAttrName,
-                    entries.getDictionary(module.getContext()));
+    module->setAttr(ParDialect::kPipelineAttrName, scheduled);
     if (diagram) {
       pl::Metrics metrics = pl::computeMetrics(timetable);
       llvm::outs() << "par-pipeline-schedule: " << schedule << " p=" << p

@@ -296,6 +296,7 @@ struct PipelineSplitPass
     ModuleOp module = getOperation();
     OpBuilder b(module.getContext());
     b.setInsertionPointAfter(fn);
+    SmallVector<StageAttr> table;
     for (int64_t k = 0; k < S; ++k) {
       Value in = k > 0 ? crossValue[stageEnd[k - 1]] : Value();
       Value out = k + 1 < S ? crossValue[stageEnd[k]] : ret.getOperand(0);
@@ -305,16 +306,27 @@ struct PipelineSplitPass
           parts.push_back(Part::Input);
         parts.push_back(Part::Weight);
       }
-      for (Part part : parts)
-        if (failed(buildStage(b, k, stageBegin[k], stageEnd[k], in, out,
-                              k + 1 == S, part)))
+      // The stage table entry names each function made here.
+      DenseMap<Part, FlatSymbolRefAttr> made;
+      for (Part part : parts) {
+        FailureOr<func::FuncOp> stage = buildStage(
+            b, k, stageBegin[k], stageEnd[k], in, out, k + 1 == S, part);
+        if (failed(stage))
           return failure();
+        made[part] = FlatSymbolRefAttr::get(*stage);
+      }
+      table.push_back(StageAttr::get(
+          b.getContext(), made.lookup(Part::Forward), made.lookup(Part::Whole),
+          made.lookup(Part::Input), made.lookup(Part::Weight),
+          /*backward=*/{}, /*input_grad=*/{}, /*weight_grad=*/{},
+          /*update=*/{}));
     }
-    module->setAttr(
-        ParDialect::kPipelineAttrName,
-        b.getDictionaryAttr(
-            {b.getNamedAttr("func", b.getStringAttr(fn.getName())),
-             b.getNamedAttr("stages", b.getI64IntegerAttr(S))}));
+    module->setAttr(ParDialect::kPipelineAttrName,
+                    PipelineAttr::get(b.getContext(),
+                                      FlatSymbolRefAttr::get(fn), table,
+                                      /*step=*/{}, /*logits=*/{},
+                                      /*schedule=*/{}, /*axis=*/{},
+                                      /*micro_batches=*/0, /*programs=*/{}));
     return success();
   }
 
@@ -368,8 +380,9 @@ struct PipelineSplitPass
 
   /// Clones ops [a, b] into a new function: `@f_s<k>_fwd` (returns `out`)
   /// or a scalar `@f_s<k>[_bi|_bw]` to differentiate.
-  LogicalResult buildStage(OpBuilder &b, int64_t k, int64_t a, int64_t e,
-                           Value in, Value out, bool last, Part part) {
+  FailureOr<func::FuncOp> buildStage(OpBuilder &b, int64_t k, int64_t a,
+                                     int64_t e, Value in, Value out, bool last,
+                                     Part part) {
     bool fwd = part == Part::Forward;
     bool paramsDiff = part == Part::Whole || part == Part::Weight;
     bool inputDiff = part == Part::Whole || part == Part::Input;
@@ -391,9 +404,10 @@ struct PipelineSplitPass
                        : part == Part::Weight ? "_bw"
                                               : "";
     std::string name = (fn.getName() + "_s" + Twine(k) + suffix).str();
-    if (getOperation().lookupSymbol(name))
-      return fn.emitOpError() << "cannot create '" << name
-                              << "': the symbol exists";
+    if (getOperation().lookupSymbol(name)) {
+      fn.emitOpError() << "cannot create '" << name << "': the symbol exists";
+      return failure();
+    }
     auto stage = func::FuncOp::create(b, loc, name,
                                       b.getFunctionType(types, resultType));
     b.setInsertionPointAfter(stage);
@@ -466,7 +480,7 @@ struct PipelineSplitPass
     Value y = map.lookupOrDefault(out);
     if (fwd || last) {
       func::ReturnOp::create(nb, loc, y);
-      return success();
+      return stage;
     }
     // sum(y * dy): its gradient is the vector-Jacobian product with dy.
     auto yt = cast<RankedTensorType>(y.getType());
@@ -495,7 +509,7 @@ struct PipelineSplitPass
             })
             .getResult(0);
     func::ReturnOp::create(nb, loc, dot);
-    return success();
+    return stage;
   }
 };
 } // namespace

@@ -1,14 +1,14 @@
 //===- VerifyPipeline.cpp - par-verify-pipeline ---------------------------===//
 //
 // The programs par-pipeline-schedule stores are deadlock-free by
-// construction; a hand edit may not be. This pass re-parses them and
-// simulates them under blocking send/recv (lib/Schedule's verifier), so a
-// schedule that would hang is rejected before anything runs.
+// construction, and #par.pipeline's verifier proves it again whenever the
+// attribute is parsed. This pass runs the same proof (lib/Schedule's
+// simulation under blocking send/recv) on the module's pipeline as it is,
+// for IR built in memory and as the stage's stated contract.
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/Pipelining/Passes.h"
-#include "par/Pipelining/PipelinePrograms.h"
 
 #define DEBUG_TYPE "par-verify-pipeline"
 
@@ -25,11 +25,14 @@ struct VerifyPipelinePass
     : public mlir::par::impl::VerifyPipelineBase<VerifyPipelinePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    ::par::pipeline::PipelineShape shape;
-    ::par::pipeline::Programs programs;
-    if (failed(loadPipelinePrograms(module, shape, programs)))
+    auto pipe =
+        module->getAttrOfType<PipelineAttr>(ParDialect::kPipelineAttrName);
+    if (!pipe || !pipe.isScheduled()) {
+      module.emitError("no pipeline programs in the module (run "
+                       "par-pipeline-split and par-pipeline-schedule)");
       return signalPassFailure();
-    std::vector<std::string> errors = verifyPipelinePrograms(shape, programs);
+    }
+    std::vector<std::string> errors = verifyPipelinePrograms(pipe);
     if (errors.empty()) {
       markAllAnalysesPreserved();
       return;

@@ -146,6 +146,30 @@ std::string formatNumber(double x) {
   return buf;
 }
 
+const char *getActionMnemonic(Op op) {
+  switch (op) {
+  case Op::F: return "fwd";
+  case Op::B: return "bwd";
+  case Op::BI: return "bi";
+  case Op::BW: return "bw";
+  case Op::SendAct: return "send_act";
+  case Op::RecvAct: return "recv_act";
+  case Op::SendGrad: return "send_grad";
+  case Op::RecvGrad: return "recv_grad";
+  }
+  return "?";
+}
+
+bool parseActionMnemonic(const std::string &name, Op &op) {
+  for (Op o : {Op::F, Op::B, Op::BI, Op::BW, Op::SendAct, Op::RecvAct,
+               Op::SendGrad, Op::RecvGrad})
+    if (name == getActionMnemonic(o)) {
+      op = o;
+      return true;
+    }
+  return false;
+}
+
 std::string formatAction(const Action &a) {
   std::string s = std::string(opName(a.op)) + "(mb=" + std::to_string(a.mb) +
                   ",s=" + std::to_string(a.stage);

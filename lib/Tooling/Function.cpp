@@ -78,6 +78,12 @@ Function::Function(par_session_t *session, par_function_t *fn)
   microBatches = info.micro_batches;
   stage = info.stage;
   stageArgs.assign(info.stage_args, info.stage_args + info.num_stage_args);
+  for (auto [role, dst] : {std::pair<const char *, std::string *>{info.grad, &grad},
+                           {info.step, &step},
+                           {info.update, &update},
+                           {info.logits, &logits}})
+    if (role)
+      *dst = role;
 }
 
 void Function::check(par_status_t s) const {

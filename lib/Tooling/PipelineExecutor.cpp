@@ -28,6 +28,17 @@ namespace par::tooling {
 
 namespace pl = par::pipeline;
 
+// The session's action codes are lib/Schedule's.
+static_assert(PAR_PIPELINE_FWD == (int)pl::Op::F &&
+                  PAR_PIPELINE_BWD == (int)pl::Op::B &&
+                  PAR_PIPELINE_BWD_INPUT == (int)pl::Op::BI &&
+                  PAR_PIPELINE_BWD_WEIGHT == (int)pl::Op::BW &&
+                  PAR_PIPELINE_SEND_ACT == (int)pl::Op::SendAct &&
+                  PAR_PIPELINE_RECV_ACT == (int)pl::Op::RecvAct &&
+                  PAR_PIPELINE_SEND_GRAD == (int)pl::Op::SendGrad &&
+                  PAR_PIPELINE_RECV_GRAD == (int)pl::Op::RecvGrad,
+              "par_pipeline_op_t and par::pipeline::Op disagree");
+
 namespace {
 
 struct StageProgram {
@@ -84,6 +95,7 @@ private:
   using Key = std::pair<int64_t, int64_t>; // (micro-batch, stage)
 
   void loadSchedule();
+  std::string stepName() const;
   void loadStages();
   void checkStage(int64_t s) const;
   void prepareCommunicators();
@@ -140,15 +152,24 @@ void PipelineRun::loadSchedule() {
   func = pipe.func;
   axisName = pipe.axis;
   // The programs, verified again here (the manifest may be hand-edited).
-  std::string text = "pipeline p=" + std::to_string(pipe.p) +
-                     " m=" + std::to_string(pipe.m) +
-                     " v=" + std::to_string(pipe.v) + " backward=" +
-                     (pipe.backward ? pipe.backward : "full") + "\n";
-  for (int64_t r = 0; r < pipe.num_programs; ++r)
-    text += "rank " + std::to_string(r) + ": " + pipe.programs[r] + "\n";
-  std::string error;
-  if (!pl::parsePrograms(text, "pipeline", shape, programs, error))
-    fatal(error);
+  shape.p = pipe.p;
+  shape.m = pipe.m;
+  shape.v = pipe.v;
+  shape.splitBackward = pipe.backward && std::string(pipe.backward) == "split";
+  if (pipe.num_programs != pipe.p || pipe.num_stages != pipe.p * pipe.v)
+    fatal("manifest: the pipeline has " + std::to_string(pipe.num_programs) +
+          " programs and " + std::to_string(pipe.num_stages) +
+          " stages for p=" + std::to_string(pipe.p) +
+          " v=" + std::to_string(pipe.v));
+  for (int64_t r = 0; r < pipe.num_programs; ++r) {
+    programs.emplace_back();
+    const par_pipeline_program_t &prog = pipe.programs[r];
+    for (int64_t i = 0; i < prog.num_actions; ++i) {
+      const par_pipeline_action_t &a = prog.actions[i];
+      programs.back().push_back({static_cast<pl::Op>(a.op), (int)a.mb,
+                                 (int)a.stage, (int)a.peer});
+    }
+  }
   pl::VerifyResult verified = pl::verifyPrograms(shape, programs, pl::Costs());
   if (!verified.ok)
     fatal("the pipeline programs would not run: " + verified.errors.front());
@@ -156,17 +177,33 @@ void PipelineRun::loadSchedule() {
   m = pipe.m;
 }
 
+/// The unpipelined train step of the same computation (par-optimizer's).
+std::string PipelineRun::stepName() const {
+  if (!pipe.step)
+    fatal("manifest: the pipeline of '" + func + "' records no train step "
+          "(run par-optimizer before par-pipeline-schedule)");
+  return pipe.step;
+}
+
 void PipelineRun::loadStages() {
   stages.resize(S);
+  // Each stage's functions by their role in the stage table.
+  auto role = [&](int64_t s, const char *name, const char *what) {
+    if (!name)
+      fatal("manifest: pipeline stage " + std::to_string(s) + " records no " +
+            what + " function (run par-autodiff and par-optimizer before "
+            "par-pipeline-schedule)");
+    return sharded.lookup(name);
+  };
   for (int64_t s = 0; s < S; ++s) {
-    std::string base = func + "_s" + std::to_string(s);
-    stages[s].fwd = sharded.lookup(base + "_fwd");
-    stages[s].grad = sharded.lookup(base + "_grad");
-    stages[s].update = sharded.lookup(base + "_update");
+    const par_pipeline_stage_t &st = pipe.stages[s];
+    stages[s].fwd = role(s, st.forward, "forward");
+    stages[s].grad = role(s, st.backward, "backward");
+    stages[s].update = role(s, st.update, "update");
     if (shape.splitBackward) {
       if (s > 0)
-        stages[s].gradInput = sharded.lookup(base + "_bi_grad");
-      stages[s].gradWeight = sharded.lookup(base + "_bw_grad");
+        stages[s].gradInput = role(s, st.input_grad, "input-gradient");
+      stages[s].gradWeight = role(s, st.weight_grad, "weight-gradient");
     }
   }
   for (int64_t s = 0; s < S; ++s)
@@ -559,8 +596,11 @@ void PipelineRun::sample() {
   if (rank != 0)
     return;
   Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
+  std::string entry = o.sampleEntry;
+  if (entry.empty() && pipe.logits)
+    entry = pipe.logits;
   std::string text =
-      sampleFromParameters(reference, o.sampleEntry, func, whole, o.tokensArg,
+      sampleFromParameters(reference, entry, func, whole, o.tokensArg,
                            o.targetsArg, o.sample);
   printSample(o.sample, text);
 }
@@ -569,7 +609,7 @@ void PipelineRun::sample() {
 /// rank, from the same initial values and batches.
 int PipelineRun::verify() {
   Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
-  Function ref = reference.lookup(func + "_step");
+  Function ref = reference.lookup(stepName());
   if (ref.microBatches != m)
     fatal("the reference step accumulates " +
           std::to_string(ref.microBatches) + " micro-batches, the pipeline " +
@@ -594,7 +634,7 @@ int PipelineRun::run() {
   if (!o.data.empty())
     data.load(o.data);
   else
-    stepSpec = sharded.lookup(func + "_step");
+    stepSpec = sharded.lookup(stepName());
   for (int64_t s = me; s < S; s += pipe.p)
     initStage(s);
   log.emplace(o.train, rank == 0);

@@ -96,13 +96,11 @@ std::string sampleFromStep(par_rt_context_t *ctx, const Session &sharded,
                            size_t tokensArg, size_t targetsArg,
                            const std::string &entry,
                            const SamplingOptions &o) {
-  std::string name = entry;
-  if (name.empty()) {
-    name = f.name;
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, "_step") == 0)
-      name.resize(name.size() - 5);
-    name += "_logits";
-  }
+  std::string name = entry.empty() ? f.logits : entry;
+  if (name.empty())
+    fatal("--sample: '" + f.name + "' records no logits function (mark its "
+          "forward with par.logits = @<logits function>, or give "
+          "--sample-entry)");
   Function s = sharded.lookup(name);
   if (s.axisSizes != f.axisSizes)
     fatal("--sample: '" + name + "' runs on a different mesh than '" +
@@ -150,7 +148,11 @@ std::string sampleFromParameters(const Session &reference,
                                  const std::map<int64_t, Buffer> &params,
                                  size_t tokensArg, size_t targetsArg,
                                  const SamplingOptions &o) {
-  std::string name = entry.empty() ? func + "_logits" : entry;
+  const std::string &name = entry;
+  if (name.empty())
+    fatal("--sample: the pipelined '" + func + "' records no logits "
+          "function (mark it with par.logits = @<logits function>, or give "
+          "--sample-entry)");
   Function sf = reference.lookup(name);
   size_t tok = tokensIndex(tokensArg, targetsArg);
   std::vector<const Buffer *> args;

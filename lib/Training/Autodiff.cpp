@@ -212,6 +212,11 @@ struct AutodiffPass : public mlir::par::impl::AutodiffBase<AutodiffPass> {
       return fn.emitOpError() << "cannot create '" << name
                               << "': the symbol exists";
     grad.setName(name);
+    // The links are the forward's: the gradient gets its own below.
+    for (StringRef link :
+         {ParDialect::kGradAttrName, ParDialect::kStepAttrName,
+          ParDialect::kUpdateAttrName, ParDialect::kLogitsAttrName})
+      grad->removeAttr(link);
     grad.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
     for (unsigned i = 0; i < grad.getNumArguments(); ++i)
       grad.removeArgAttr(i, kParamAttr);
@@ -246,6 +251,9 @@ struct AutodiffPass : public mlir::par::impl::AutodiffBase<AutodiffPass> {
       op.getResult().replaceAllUsesWith(op.getLoss());
       op->erase();
     });
+    // The link every consumer follows (par-optimizer, the pipeline's stage
+    // table): the name is for readers only.
+    fn->setAttr(ParDialect::kGradAttrName, FlatSymbolRefAttr::get(grad));
     return success();
   }
 };

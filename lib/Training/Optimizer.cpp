@@ -287,8 +287,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     ModuleOp module = getOperation();
     auto stageArgs =
         fn->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kStageArgsAttrName);
-    auto grad =
-        module.lookupSymbol<func::FuncOp>((fn.getName() + "_grad").str());
+    auto grad = dyn_cast_or_null<func::FuncOp>(
+        getLinkedFunction(fn, ParDialect::kGradAttrName).getOperation());
     if (!stageArgs || !grad)
       return fn.emitOpError("is a pipeline stage without par.stage_args or "
                             "its gradient (run par-pipeline-split, then "
@@ -350,6 +350,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                     fn->getAttr(ParDialect::kStageAttrName));
     update->setAttr(ParDialect::kStageArgsAttrName,
                     b.getDenseI64ArrayAttr(origIdx));
+    fn->setAttr(ParDialect::kUpdateAttrName, FlatSymbolRefAttr::get(update));
     Block *body = update.addEntryBlock();
     b.setInsertionPointToStart(body);
     ValueRange args = body->getArguments();
@@ -367,10 +368,11 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
 
   LogicalResult buildStep(func::FuncOp fn) {
     ModuleOp module = getOperation();
-    auto grad = module.lookupSymbol<func::FuncOp>((fn.getName() + "_grad").str());
+    auto grad = dyn_cast_or_null<func::FuncOp>(
+        getLinkedFunction(fn, ParDialect::kGradAttrName).getOperation());
     if (!grad)
-      return fn.emitOpError() << "has parameters but no '" << fn.getName()
-                              << "_grad' (run par-autodiff first)";
+      return fn.emitOpError("has parameters but no gradient function recorded "
+                            "(run par-autodiff first)");
     SmallVector<unsigned> params;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
       if (fn.getArgAttr(i, ParDialect::kParamAttrName))
@@ -577,6 +579,12 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     }
     step->setAttr(ParDialect::kFeedbackAttrName,
                   b.getDenseI64ArrayAttr(feedback));
+    // The links: f -> its step; the step -> the gradient it calls and f's
+    // logits function (for sampling from the trained step).
+    fn->setAttr(ParDialect::kStepAttrName, FlatSymbolRefAttr::get(step));
+    step->setAttr(ParDialect::kGradAttrName, FlatSymbolRefAttr::get(grad));
+    if (Attribute logits = fn->getAttr(ParDialect::kLogitsAttrName))
+      step->setAttr(ParDialect::kLogitsAttrName, logits);
     return success();
   }
 };

@@ -1260,3 +1260,132 @@ func.func @f(%x: memref<?xf32>) {
   par.buffer_send %x on @m axes = ["a"] dest = [1] : memref<?xf32>
   return
 }
+
+// -----
+
+// Tests that #par.pipeline's verifier is the deadlock proof: rank 0 waits
+// for a gradient before sending the activation that produces it.
+// expected-error @+1 {{the pipeline programs are invalid: deadlock: rank 0 waits in recv-grad(mb=0,s=1) from rank 1, but rank 1 is blocked in recv-act(mb=0,s=1) from rank 0}}
+module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f>, #par.stage<forward = @f, loss = @f>],
+    schedule = "1f1b", axis = "pp", micro_batches = 1, programs = [
+    #par.program<[fwd(mb=0, s=0), recv_grad(mb=0, s=1, from=1), send_act(mb=0, s=1, to=1), bwd(mb=0, s=0)]>,
+    #par.program<[recv_act(mb=0, s=1, from=0), fwd(mb=0, s=1), bwd(mb=0, s=1), send_grad(mb=0, s=1, to=0)]>]>} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that the proof also finds a missing compute action.
+// expected-error @+1 {{the pipeline programs are invalid: missing compute: rank 0 never runs B(mb=1,s=0)}}
+module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f>],
+    schedule = "gpipe", axis = "pp", micro_batches = 2, programs = [
+    #par.program<[fwd(mb=0, s=0), fwd(mb=1, s=0), bwd(mb=0, s=0)]>]>} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that an unknown pipeline action is named. (The attribute's body
+// cannot hold comments: the expectations are above it.)
+// expected-error @+5 {{unknown pipeline action 'forward' (expected fwd, bwd, bi, bw, send_act, recv_act, send_grad or recv_grad)}}
+// expected-error @+4 {{failed to parse Par_ProgramAttr parameter 'actions'}}
+// expected-error @+3 {{failed to parse Par_PipelineAttr parameter 'programs'}}
+module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f>],
+    schedule = "gpipe", axis = "pp", micro_batches = 1, programs = [
+    #par.program<[forward(mb=0, s=0), bwd(mb=0, s=0)]>]>} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that a send names its peer with `to`.
+// expected-error @+5 {{expected 'to', got 'from'}}
+// expected-error @+4 {{failed to parse Par_ProgramAttr parameter 'actions'}}
+// expected-error @+3 {{failed to parse Par_PipelineAttr parameter 'programs'}}
+module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f>, #par.stage<forward = @f, loss = @f>],
+    schedule = "gpipe", axis = "pp", micro_batches = 1, programs = [
+    #par.program<[fwd(mb=0, s=0), send_act(mb=0, s=1, from=1)]>]>} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that a transfer crosses a stage boundary (stage >= 1).
+// expected-error @+4 {{pipeline transfer send-act(mb=0,s=0,to=1) needs a stage >= 1 and a peer rank >= 0}}
+// expected-error @+3 {{failed to parse Par_PipelineAttr parameter 'programs'}}
+module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f>],
+    schedule = "gpipe", axis = "pp", micro_batches = 1, programs = [
+    #par.program<[send_act(mb=0, s=0, to=1)]>]>} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that the schedule is one lib/Schedule knows.
+// expected-error @+1 {{unknown schedule 'zb' (expected gpipe, 1f1b, interleaved or zbh1)}}
+module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f>],
+    schedule = "zb", axis = "pp", micro_batches = 1, programs = [#par.program<[fwd(mb=0, s=0), bwd(mb=0, s=0)]>]>} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that programs come with their schedule, axis and micro-batch count.
+// expected-error @+1 {{#par.pipeline's programs need a schedule, an axis and micro_batches >= 1}}
+module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f>],
+    programs = [#par.program<[fwd(mb=0, s=0), bwd(mb=0, s=0)]>]>} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that the stages are spread evenly over the programs' ranks.
+// expected-error @+1 {{3 stages cannot be placed on 2 pipeline ranks}}
+module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f>, #par.stage<forward = @f, loss = @f>, #par.stage<forward = @f, loss = @f>],
+    schedule = "gpipe", axis = "pp", micro_batches = 1, programs = [#par.program<[]>, #par.program<[]>]>} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that zbh1 needs the split backward's functions in the stage table.
+// expected-error @+1 {{zbh1 runs the input and weight halves of each backward apart, but stage 0 has no weight_loss}}
+module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f>],
+    schedule = "zbh1", axis = "pp", micro_batches = 1, programs = [#par.program<[fwd(mb=0, s=0), bi(mb=0, s=0), bw(mb=0, s=0)]>]>} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that every symbol of the stage table names a function of the module.
+// expected-error @+1 {{'par.pipeline' stage 0's backward names @f_grad, which is not a function in the module}}
+module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f, backward = @f_grad>]>} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that the pipeline is the typed attribute, no longer a dictionary.
+// expected-error @+1 {{'par.pipeline' must be a #par.pipeline on a module}}
+module attributes {par.pipeline = {func = "f", stages = 1 : i64}} {
+  func.func @f() { return }
+}
+
+// -----
+
+// Tests that a link between functions is a symbol reference.
+// expected-error @+1 {{'par.grad' must be a symbol reference on a function}}
+func.func @f() attributes {par.grad = "f_grad"} { return }
+
+// -----
+
+// Tests that a link names a function of the module.
+// expected-error @+1 {{'par.logits' names @f_logits, which is not a function in the module}}
+func.func @f() attributes {par.logits = @f_logits} { return }
+
+// -----
+
+par.mesh @m ["a"=2]
+// Tests that a link names a function, not another symbol.
+// expected-error @+1 {{'par.step' names @m, which is not a function in the module}}
+func.func @f() attributes {par.step = @m} { return }

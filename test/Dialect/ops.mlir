@@ -331,3 +331,59 @@ func.func @inits(%w: tensor<4xf32> {par.param, par.init = #par.init<uniform, 0.0
                  %g: tensor<4xf32> {par.init = #par.init<ones>}) {
   return
 }
+
+//===----------------------------------------------------------------------===//
+// The typed contracts: links between functions, #par.pipeline
+//===----------------------------------------------------------------------===//
+
+// Tests that the links between functions (par.grad, par.step, par.update,
+// par.logits) and a scheduled #par.pipeline round-trip: the stage table with
+// its optional roles, the step and logits, and one #par.program per rank
+// with every kind of action.
+// CHECK-LABEL: module attributes {par.pipeline = #par.pipeline<func = @f, stages = [
+// CHECK-SAME:    #par.stage<forward = @f_s0_fwd, loss = @f_s0, weight_loss = @f_s0_bw, backward = @f_s0_grad, weight_grad = @f_s0_bw_grad, update = @f_s0_update>,
+// CHECK-SAME:    #par.stage<forward = @f_s1_fwd, loss = @f_s1, input_loss = @f_s1_bi, weight_loss = @f_s1_bw, backward = @f_s1_grad, input_grad = @f_s1_bi_grad, weight_grad = @f_s1_bw_grad, update = @f_s1_update>],
+// CHECK-SAME:    step = @f_step, logits = @f_logits, schedule = "zbh1", axis = "pp", micro_batches = 1, programs = [
+// CHECK-SAME:    #par.program<[fwd(mb=0, s=0), send_act(mb=0, s=1, to=1), recv_grad(mb=0, s=1, from=1), bi(mb=0, s=0), bw(mb=0, s=0)]>,
+// CHECK-SAME:    #par.program<[recv_act(mb=0, s=1, from=0), fwd(mb=0, s=1), bi(mb=0, s=1), send_grad(mb=0, s=1, to=0), bw(mb=0, s=1)]>]>}
+// CHECK:       func.func @f() attributes {par.grad = @f_grad, par.logits = @f_logits, par.step = @f_step}
+// CHECK:       func.func @f_s0() attributes {par.grad = @f_s0_grad, par.update = @f_s0_update}
+module attributes {par.pipeline = #par.pipeline<func = @f,
+    stages = [#par.stage<forward = @f_s0_fwd, loss = @f_s0, weight_loss = @f_s0_bw,
+                         backward = @f_s0_grad, weight_grad = @f_s0_bw_grad, update = @f_s0_update>,
+              #par.stage<forward = @f_s1_fwd, loss = @f_s1, input_loss = @f_s1_bi, weight_loss = @f_s1_bw,
+                         backward = @f_s1_grad, input_grad = @f_s1_bi_grad, weight_grad = @f_s1_bw_grad,
+                         update = @f_s1_update>],
+    step = @f_step, logits = @f_logits, schedule = "zbh1", axis = "pp", micro_batches = 1,
+    programs = [#par.program<[fwd(mb=0, s=0), send_act(mb=0, s=1, to=1), recv_grad(mb=0, s=1, from=1),
+                              bi(mb=0, s=0), bw(mb=0, s=0)]>,
+                #par.program<[recv_act(mb=0, s=1, from=0), fwd(mb=0, s=1), bi(mb=0, s=1),
+                              send_grad(mb=0, s=1, to=0), bw(mb=0, s=1)]>]>} {
+  func.func @f() attributes {par.grad = @f_grad, par.step = @f_step, par.logits = @f_logits} { return }
+  func.func @f_grad() { return }
+  func.func @f_step() attributes {par.grad = @f_grad, par.logits = @f_logits} { return }
+  func.func @f_logits() { return }
+  func.func @f_s0() attributes {par.grad = @f_s0_grad, par.update = @f_s0_update} { return }
+  func.func @f_s1() attributes {par.grad = @f_s1_grad, par.update = @f_s1_update} { return }
+  func.func @f_s0_fwd() { return }
+  func.func @f_s1_fwd() { return }
+  func.func @f_s1_bi() { return }
+  func.func @f_s0_bw() { return }
+  func.func @f_s1_bw() { return }
+  func.func @f_s0_grad() { return }
+  func.func @f_s1_grad() { return }
+  func.func @f_s1_bi_grad() { return }
+  func.func @f_s0_bw_grad() { return }
+  func.func @f_s1_bw_grad() { return }
+  func.func @f_s0_update() { return }
+  func.func @f_s1_update() { return }
+}
+
+// Tests that a pipeline just split (no schedule yet) round-trips with its
+// stage table only.
+// CHECK-LABEL: module attributes {par.pipeline = #par.pipeline<func = @g, stages = [#par.stage<forward = @g_s0_fwd, loss = @g_s0>]>}
+module attributes {par.pipeline = #par.pipeline<func = @g, stages = [#par.stage<forward = @g_s0_fwd, loss = @g_s0>]>} {
+  func.func @g() { return }
+  func.func @g_s0_fwd() { return }
+  func.func @g_s0() { return }
+}

@@ -2,9 +2,11 @@
 
 // Tests the gradient function's interface: same arguments (without
 // par.param), the loss then one gradient per parameter in argument order;
-// the forward function is kept. A reduction's sum combiner, an elementwise
+// the forward function is kept and links its gradient (par.grad, what
+// par-optimizer follows). A reduction's sum combiner, an elementwise
 // tanh and a matmul are differentiated into generics; a fill stays a fill.
 // CHECK-LABEL: func.func @loss(
+// CHECK-SAME:    attributes {par.grad = @loss_grad}
 // CHECK-LABEL: func.func @loss_grad(
 // CHECK-SAME:    %{{.*}}: tensor<4x3xf32>, %{{.*}}: tensor<3x2xf32>, %{{.*}}: tensor<2xf32>)
 // CHECK-SAME:    -> (tensor<f32>, tensor<3x2xf32>, tensor<2xf32>)

@@ -1,5 +1,16 @@
 // RUN: par-opt %s --par-spmd --par-export-manifest -o /dev/null | FileCheck %s
 // RUN: par-opt %s --par-spmd --par-export-manifest=output=%t.json -o /dev/null && FileCheck %s < %t.json
+// RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=2" --par-pipeline-schedule --par-export-manifest=output=%t.pipe.json -o /dev/null
+// RUN: %python -c "import json,sys; d=json.load(open(sys.argv[1])); p=d['pipeline']; progs=p.pop('programs'); print('roles', json.dumps({f['name']: f['roles'] for f in d['functions'] if 'roles' in f}, sort_keys=True)); print('pipeline', json.dumps(p, sort_keys=True)); [print('rank', r, json.dumps(a[:3], sort_keys=True)) for r, a in enumerate(progs)]" %t.pipe.json | FileCheck %s --check-prefix=PIPE
+
+// Tests that a pipelined module's manifest names every function by role:
+// each function's links (par.grad, par.step, par.update) as its "roles",
+// the pipeline's train step and stage table, and each rank's program as
+// {op, mb, stage, peer} objects (peer for transfers only).
+// PIPE:      roles {"loss": {"grad": "loss_grad", "step": "loss_step"}, "loss_s0": {"grad": "loss_s0_grad", "update": "loss_s0_update"}, "loss_s1": {"grad": "loss_s1_grad", "update": "loss_s1_update"}, "loss_step": {"grad": "loss_grad"}}
+// PIPE-NEXT: pipeline {"axis": "pp", "backward": "full", "func": "loss", "m": 2, "p": 2, "schedule": "1f1b", "stages": [{"backward": "loss_s0_grad", "forward": "loss_s0_fwd", "update": "loss_s0_update"}, {"backward": "loss_s1_grad", "forward": "loss_s1_fwd", "update": "loss_s1_update"}], "step": "loss_step", "v": 1}
+// PIPE-NEXT: rank 0 [{"mb": 0, "op": "fwd", "stage": 0}, {"mb": 0, "op": "send_act", "peer": 1, "stage": 1}, {"mb": 1, "op": "fwd", "stage": 0}]
+// PIPE-NEXT: rank 1 [{"mb": 0, "op": "recv_act", "peer": 0, "stage": 1}, {"mb": 0, "op": "fwd", "stage": 1}, {"mb": 1, "op": "recv_act", "peer": 0, "stage": 1}]
 
 // Tests the manifest of a partitioned function: mesh axes and, per tensor,
 // dtype, global and local shapes, sharding and the initialiser in the
@@ -38,7 +49,7 @@
 // CHECK:          "name": "f",
 // CHECK:          "outputs": [
 // CHECK-NOT:      "helper"
-// CHECK:        "version": 1
+// CHECK:        "version": 2
 // CHECK-NEXT: }
 par.mesh @mesh ["dp"=2]
 func.func @f(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>},

@@ -3,10 +3,24 @@
 // UNKNOWN: unknown optimizer 'lion' (expected sgd, momentum or adamw)
 
 // Tests that a train step needs the gradient function first.
-// expected-error @+1 {{has parameters but no 'loss_grad' (run par-autodiff first)}}
+// expected-error @+1 {{has parameters but no gradient function recorded (run par-autodiff first)}}
 func.func @loss(%w: tensor<4xf32> {par.param}) -> tensor<f32> {
   %c = arith.constant dense<0.0> : tensor<f32>
   return %c : tensor<f32>
+}
+
+// -----
+
+// Tests that the gradient is found by the par.grad link par-autodiff
+// records, not by its name: an `other_grad` nothing links to is not it.
+// expected-error @+1 {{has parameters but no gradient function recorded (run par-autodiff first)}}
+func.func @other(%w: tensor<4xf32> {par.param}) -> tensor<f32> {
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c : tensor<f32>
+}
+func.func @other_grad(%w: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>) {
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c, %w : tensor<f32>, tensor<4xf32>
 }
 // RUN: not par-opt %s --par-optimizer=schedule=linear 2>&1 | FileCheck %s --check-prefix=SCHED
 // SCHED: unknown schedule 'linear' (expected constant or cosine)

@@ -7,7 +7,7 @@
 // calls the gradient once per micro-batch and averages loss and gradients.
 // CHECK-LABEL: func.func @loss_step(
 // CHECK-SAME:    %[[X:.*]]: tensor<8x3xf32> {par.sharding = #par.sharding<@mesh, [{"x"}, {}]>}, %[[W:.*]]: tensor<3x2xf32>)
-// CHECK-SAME:    attributes {par.feedback = array<i64: 1, 1>, par.micro_batches = 2 : i64}
+// CHECK-SAME:    attributes {par.feedback = array<i64: 1, 1>, par.grad = @loss_grad, par.micro_batches = 2 : i64}
 // CHECK:         %[[V:.*]] = tensor.expand_shape %[[X]] {{\[}}[0, 1], [2]] output_shape [4, 2, 3] : tensor<8x3xf32> into tensor<4x2x3xf32>
 // CHECK:         %[[M0:.*]] = tensor.extract_slice %[[V]][0, 0, 0] [4, 1, 3] [1, 1, 1] : tensor<4x2x3xf32> to tensor<4x3xf32>
 // CHECK:         %[[M1:.*]] = tensor.extract_slice %[[V]][0, 1, 0] [4, 1, 3] [1, 1, 1] : tensor<4x2x3xf32> to tensor<4x3xf32>

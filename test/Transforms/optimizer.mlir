@@ -5,13 +5,15 @@
 // parameters, new m, new v, t + 1, with the feedback pairs that let a
 // driver iterate it and initialisers for the state (zeros) and the step
 // number (ones). One generic per parameter updates the
-// parameter and its state together.
+// parameter and its state together. The step links the gradient it calls
+// (par.grad), and the loss links its step (par.step).
+// CHECK:       func.func @loss({{.*}} attributes {par.grad = @loss_grad, par.step = @loss_step}
 // CHECK-LABEL: func.func @loss_step(
 // CHECK-SAME:    %arg0: tensor<4x3xf32>, %arg1: tensor<3x2xf32> {par.sharding = #par.sharding<@mesh, [{}, {"x"}]>},
 // CHECK-SAME:    %arg2: tensor<3x2xf32> {par.init = #par.init<zeros>, par.sharding = #par.sharding<@mesh, [{}, {"x"}]>},
 // CHECK-SAME:    %arg3: tensor<3x2xf32> {par.init = #par.init<zeros>, par.sharding = #par.sharding<@mesh, [{}, {"x"}]>}, %arg4: tensor<f32> {par.init = #par.init<ones>})
 // CHECK-SAME:    -> (tensor<f32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<f32>)
-// CHECK-SAME:    attributes {par.feedback = array<i64: 1, 1, 2, 2, 3, 3, 4, 4>}
+// CHECK-SAME:    attributes {par.feedback = array<i64: 1, 1, 2, 2, 3, 3, 4, 4>, par.grad = @loss_grad}
 // CHECK:         call @loss_grad
 // CHECK:         linalg.generic
 // CHECK:           math.powf

@@ -1,8 +1,9 @@
 // Tests the pipeline passes' errors: a schedule needs the split first, a
 // pipeline axis, stages = axis size x virtual, a train step accumulating as
 // many micro-batches, a known schedule the split can run (ZB-H1 needs a
-// split backward), and m divisible by p for interleaved. par-verify-pipeline
-// rejects hand-edited programs that would hang, naming both ranks.
+// split backward), and m divisible by p for interleaved. #par.pipeline's
+// verifier, the proof par-verify-pipeline runs, rejects hand-edited
+// programs that would hang, naming both ranks.
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-schedule 2>&1 | FileCheck %s --check-prefix=NOSPLIT
 // NOSPLIT: error: par-pipeline-schedule: the module has no pipeline stages (run par-pipeline-split first)
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 "--par-pipeline-schedule=axis=stage" 2>&1 | FileCheck %s --check-prefix=AXIS
@@ -28,7 +29,15 @@
 // receives each activation just before its forward and sends each gradient
 // just after its backward, so under blocking send/recv rank 0 waits to send
 // act(mb=1) while rank 1 waits to send grad(mb=0).
-module attributes {par.pipeline = {axis = "pp", func = "loss", m = 3 : i64, p = 2 : i64, v = 1 : i64, schedule = "1f1b", stages = 2 : i64, programs = [
-  "F(mb=0,s=0) send-act(mb=0,s=1,to=1) F(mb=1,s=0) send-act(mb=1,s=1,to=1) recv-grad(mb=0,s=1,from=1) B(mb=0,s=0) F(mb=2,s=0) send-act(mb=2,s=1,to=1) recv-grad(mb=1,s=1,from=1) B(mb=1,s=0) recv-grad(mb=2,s=1,from=1) B(mb=2,s=0)",
-  "recv-act(mb=0,s=1,from=0) F(mb=0,s=1) B(mb=0,s=1) send-grad(mb=0,s=1,to=0) recv-act(mb=1,s=1,from=0) F(mb=1,s=1) B(mb=1,s=1) send-grad(mb=1,s=1,to=0) recv-act(mb=2,s=1,from=0) F(mb=2,s=1) B(mb=2,s=1) send-grad(mb=2,s=1,to=0)"]}} {
+module attributes {par.pipeline = #par.pipeline<func = @loss,
+    stages = [#par.stage<forward = @loss, loss = @loss>, #par.stage<forward = @loss, loss = @loss>],
+    schedule = "1f1b", axis = "pp", micro_batches = 3, programs = [
+    #par.program<[fwd(mb=0, s=0), send_act(mb=0, s=1, to=1), fwd(mb=1, s=0), send_act(mb=1, s=1, to=1),
+                  recv_grad(mb=0, s=1, from=1), bwd(mb=0, s=0), fwd(mb=2, s=0), send_act(mb=2, s=1, to=1),
+                  recv_grad(mb=1, s=1, from=1), bwd(mb=1, s=0), recv_grad(mb=2, s=1, from=1), bwd(mb=2, s=0)]>,
+    #par.program<[recv_act(mb=0, s=1, from=0), fwd(mb=0, s=1), bwd(mb=0, s=1), send_grad(mb=0, s=1, to=0),
+                  recv_act(mb=1, s=1, from=0), fwd(mb=1, s=1), bwd(mb=1, s=1), send_grad(mb=1, s=1, to=0),
+                  recv_act(mb=2, s=1, from=0), fwd(mb=2, s=1), bwd(mb=2, s=1), send_grad(mb=2, s=1, to=0)]>]>} {
+  func.func @loss() { return }
+
 }

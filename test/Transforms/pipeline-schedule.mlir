@@ -12,10 +12,19 @@
 // CHECK:      rank 0 | F0 F1 .  .  B0 B0 F2 B1 B1 F3 B2 B2 .  B3 B3
 // CHECK-NEXT: rank 1 | .  F0 B0 B0 F1 B1 B1 F2 B2 B2 F3 B3 B3 .  .
 // CHECK:        bubble fraction 0.2, peak activations on rank 0: 2
-// CHECK:      module attributes {par.pipeline = {axis = "pp", backward = "full", func = "loss", m = 4 : i64, p = 2 : i64,
-// CHECK-SAME:   programs = ["F(mb=0,s=0) send-act(mb=0,s=1,to=1) F(mb=1,s=0) send-act(mb=1,s=1,to=1) recv-grad(mb=0,s=1,from=1) B(mb=0,s=0)
-// CHECK-SAME:   "recv-act(mb=0,s=1,from=0) F(mb=0,s=1) recv-act(mb=1,s=1,from=0) B(mb=0,s=1) send-grad(mb=0,s=1,to=0)
-// CHECK-SAME:   schedule = "1f1b", stages = 2 : i64, v = 1 : i64}}
+// The stage table gets what par-autodiff and par-optimizer made from each
+// stage (their par.grad and par.update links), the pipeline the train step
+// (par.step) and one typed program per rank.
+// CHECK:      module attributes {par.pipeline = #par.pipeline<func = @loss, stages = [
+// CHECK-SAME:   #par.stage<forward = @loss_s0_fwd, loss = @loss_s0, backward = @loss_s0_grad, update = @loss_s0_update>,
+// CHECK-SAME:   #par.stage<forward = @loss_s1_fwd, loss = @loss_s1, backward = @loss_s1_grad, update = @loss_s1_update>],
+// CHECK-SAME:   step = @loss_step, schedule = "1f1b", axis = "pp", micro_batches = 4, programs = [
+// CHECK-SAME:   #par.program<[fwd(mb=0, s=0), send_act(mb=0, s=1, to=1), fwd(mb=1, s=0), send_act(mb=1, s=1, to=1), recv_grad(mb=0, s=1, from=1), bwd(mb=0, s=0)
+// CHECK-SAME:   #par.program<[recv_act(mb=0, s=1, from=0), fwd(mb=0, s=1), recv_act(mb=1, s=1, from=0), bwd(mb=0, s=1), send_grad(mb=0, s=1, to=0)
+// CHECK-SAME:   ]>
+// The links: each stage's loss names its gradient and update.
+// CHECK-LABEL: func.func @loss_s0(
+// CHECK-SAME:    attributes {par.grad = @loss_s0_grad, par.stage = 0 : i64, par.stage_args = array<i64: 0, 1, 2>, par.update = @loss_s0_update}
 // The stage updates: parameters, summed gradients (averaged over the 4
 // micro-batches inside), state; the stage they belong to.
 // CHECK-LABEL: func.func @loss_s0_update(
@@ -27,8 +36,8 @@
 // GPIPE:        bubble fraction 0.2, peak activations on rank 0: 4
 
 // Interleaved: 4 stages, 2 per rank (stage s on rank s mod 2).
-// INTER: programs = ["F(mb=0,s=0) send-act(mb=0,s=1,to=1) F(mb=1,s=0) recv-act(mb=0,s=2,from=1)
-// INTER-SAME: schedule = "interleaved", stages = 4 : i64, v = 2 : i64
+// INTER: schedule = "interleaved", axis = "pp", micro_batches = 4, programs = [
+// INTER-SAME: #par.program<[fwd(mb=0, s=0), send_act(mb=0, s=1, to=1), fwd(mb=1, s=0), recv_act(mb=0, s=2, from=1)
 
 // ZB-H1: the split also makes each stage's input-gradient (_bi, stages > 0)
 // and weight-gradient (_bw) halves; the programs run BI and BW apart, and
@@ -37,8 +46,10 @@
 // ZB:      rank 0 | F0 F1 .  B0 W0 F2 B1 W1 F3 B2 W2 B3 W3
 // ZB-NEXT: rank 1 | .  F0 B0 F1 B1 W0 F2 B2 W1 F3 B3 W2 W3
 // ZB:      bubble fraction 0.0769231, peak activations on rank 0: 2
-// ZB:      backward = "split"
-// ZB-SAME: BI(mb=0,s=0) BW(mb=0,s=0)
+// ZB:      #par.stage<forward = @loss_s0_fwd, loss = @loss_s0, weight_loss = @loss_s0_bw, backward = @loss_s0_grad, weight_grad = @loss_s0_bw_grad, update = @loss_s0_update>
+// ZB-SAME: #par.stage<forward = @loss_s1_fwd, loss = @loss_s1, input_loss = @loss_s1_bi, weight_loss = @loss_s1_bw, backward = @loss_s1_grad, input_grad = @loss_s1_bi_grad, weight_grad = @loss_s1_bw_grad, update = @loss_s1_update>
+// ZB-SAME: schedule = "zbh1"
+// ZB-SAME: bi(mb=0, s=0), bw(mb=0, s=0)
 // ZB-LABEL: func.func @loss_s0_bw(
 // ZB-SAME:    %arg1: tensor<16x16xf32> {par.param}
 // ZB-SAME:    par.stage_part = "weight"

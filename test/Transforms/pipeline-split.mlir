@@ -16,8 +16,11 @@
 // CHECK-NEXT:   stage 0: ops 0..3, cost 3.712e+04, parameters 2048 bytes
 // CHECK-NEXT:   stage 1: ops 4..7, cost 8.666e+04, parameters 5120 bytes
 // CHECK-NEXT:   imbalance (largest / mean cost): 1.400
-// The module records the split (and no op keeps a propagated sharding).
-// CHECK: module attributes {par.pipeline = {func = "loss", stages = 2 : i64}}
+// The module records the split as a stage table naming each stage's
+// functions by symbol (and no op keeps a propagated sharding).
+// CHECK: module attributes {par.pipeline = #par.pipeline<func = @loss, stages = [
+// CHECK-SAME: #par.stage<forward = @loss_s0_fwd, loss = @loss_s0>,
+// CHECK-SAME: #par.stage<forward = @loss_s1_fwd, loss = @loss_s1>]>}
 //
 // The forward of stage 0: the arguments it uses (par.param dropped), its
 // output the activation.

@@ -6,7 +6,7 @@ optimcheck.py PAR_RUN ARTIFACT FWD PARAMS RANKS OPTIMIZER LR
   (momentum 0.9, AdamW betas 0.9/0.999, eps 1e-8, weight decay 0.01: the
    par-optimizer defaults)
 
-Runs FWD_grad and FWD_step on the same f64 inputs (state too) and prints
+Runs FWD's gradient and train step (its manifest roles) on the same f64 inputs (state too) and prints
 `N passed, M failed` over every updated tensor.
 """
 import json
@@ -27,7 +27,9 @@ def main():
     lr = float(lr)
     mu, b1, b2, eps, wd = 0.9, 0.9, 0.999, 1e-8, 0.01
     manifest = json.load(open(os.path.join(artifact, "sharded.json")))
-    spec = next(f for f in manifest["functions"] if f["name"] == fwd + "_step")
+    # The step and the gradient by the roles the manifest records on FWD.
+    roles = next(f for f in manifest["functions"] if f["name"] == fwd)["roles"]
+    spec = next(f for f in manifest["functions"] if f["name"] == roles["step"])
     rng = random.Random(99)
     tmp = tempfile.mkdtemp()
     values, paths = [], {}
@@ -44,9 +46,9 @@ def main():
         paths[k] = os.path.join(tmp, "arg%d.npy" % k)
         gradcheck.write_npy(paths[k], t["global_shape"], vals)
     nfwd = len(spec["inputs"]) - {"sgd": 0, "momentum": 1, "adamw": 2}[opt] * len(params) - (opt == "adamw")
-    grads = gradcheck.run(artifact, fwd + "_grad", ranks,
+    grads = gradcheck.run(artifact, roles["grad"], ranks,
                           {k: paths[k] for k in range(nfwd)}, os.path.join(tmp, "g"))
-    step = gradcheck.run(artifact, fwd + "_step", ranks, paths, os.path.join(tmp, "s"))
+    step = gradcheck.run(artifact, roles["step"], ranks, paths, os.path.join(tmp, "s"))
     expected = [grads[0]]
     news = {}
     for j, p in enumerate(params):

@@ -58,21 +58,21 @@ int main(int argc, char **argv) {
   // --help-options needs no model: answer it before the required options.
   for (int i = 1; i < argc; ++i)
     if (StringRef(argv[i]) == "--help-options") {
-      par::CompileOptions().printHelp(2, 44);
+      mlir::par::CompileOptions().printHelp(2, 44);
       return 0;
     }
   cl::ParseCommandLineOptions(argc, argv, "par-compile: a model in, a "
                                           "runnable artifact out\n");
-  std::unique_ptr<par::CompileOptions> options =
-      par::CompileOptions::createFromString(pipelineOptions);
+  std::unique_ptr<mlir::par::CompileOptions> options =
+      mlir::par::CompileOptions::createFromString(pipelineOptions);
   if (!options)
     return fail("bad --options '" + pipelineOptions + "'");
 
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
-  par::registerAllParDialects(registry);
-  par::registerSharedObjectTranslations(registry);
+  mlir::par::registerAllParDialects(registry);
+  mlir::par::registerSharedObjectTranslations(registry);
   MLIRContext context(registry);
 
   std::string error;
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
   if (!model)
     return fail("cannot parse model '" + inputFile + "'");
 
-  par::ArtifactOptions artifact;
+  mlir::par::ArtifactOptions artifact;
   artifact.outputDir = outputDir;
   artifact.reference = !noReference;
   artifact.link.keepTemps = keepTemps;
@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
   if (!llvm::sys::fs::exists(runtime))
     return fail("cannot find libpar_runtime.so in " + libDir.str().str());
   artifact.link.runtimeLibDir = libDir.str().str();
-  if (failed(par::buildArtifact(*model, *options, artifact, error)))
+  if (failed(mlir::par::buildArtifact(*model, *options, artifact, error)))
     return fail(error);
   llvm::outs() << "par-compile: wrote " << outputDir << "\n";
   return 0;

@@ -58,7 +58,7 @@ void usage() {
           "  --loss-plot FILE.svg  with --steps: plot the loss per step\n"
           "  --sample N  after training, sample N characters from the model "
           "with\n             the logits entry (--sample-entry NAME, default "
-          "the step's\n             name with _step -> _logits), from "
+          "the step's\n             logits role: par.logits on its forward), from "
           "--prompt TEXT (default\n             a newline) at --temperature "
           "T (default 0.8; 0: greedy)\n"
           "  --pipeline  train a pipelined program (par-pipeline-split and\n"

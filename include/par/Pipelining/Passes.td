@@ -28,12 +28,21 @@ def PipelineSplit : Pass<"par-pipeline-split", "ModuleOp"> {
     stage uses, in order (`par.stage_args` maps them back); parameters and
     their state thus live on their stage only. The activation takes the
     sharding propagation gives it in the whole function, so both sides of a
-    transfer agree. The module gets `par.pipeline = {func, stages}`.
+    transfer agree. The module gets `par.pipeline`, a `#par.pipeline` with
+    the split function and the stage table: per stage a `#par.stage`
+    naming, by symbol, its `forward` and `loss` (and `input_loss`,
+    `weight_loss`).
 
     With `split-backward=true` it also adds `@f_s<k>_bi` (k > 0) and
     `@f_s<k>_bw`, the same scalar with only the input, or only the
     parameters, marked: their gradients are the two halves of the backward
     that ZB-H1 schedules apart (`par.stage_part = "input"`/`"weight"`).
+
+    ```mlir
+    module attributes {par.pipeline = #par.pipeline<func = @loss, stages = [
+        #par.stage<forward = @loss_s0_fwd, loss = @loss_s0>,
+        #par.stage<forward = @loss_s1_fwd, loss = @loss_s1>]>}
+    ```
 
     With `report=true` it prints each stage's op count, cost, parameter
     bytes and the imbalance (largest cost over mean).
@@ -68,8 +77,21 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
     activations and their gradients between ranks of the mesh axis `axis`
     (the stage count must be its size x virtual). The programs are proved
     deadlock-free under blocking send/recv before they are stored in the
-    module's `par.pipeline` dictionary (`programs`: one string per rank).
+    module's `#par.pipeline` (one `#par.program` per rank), with the
+    schedule, the axis and the micro-batch count. It also completes the
+    stage table from the links par-autodiff and par-optimizer recorded on
+    each stage's functions (`backward`, `input_grad`, `weight_grad` from
+    their `par.grad`, `update` from `par.update`) and records the split
+    function's train step (`par.step`) and logits function (`par.logits`).
     With `diagram=true` it prints the schedule's timeline (unit costs).
+
+    ```mlir
+    #par.pipeline<func = @loss, stages = [#par.stage<forward = @loss_s0_fwd,
+        loss = @loss_s0, backward = @loss_s0_grad, update = @loss_s0_update>,
+        ...], step = @loss_step, schedule = "1f1b", axis = "pp",
+        micro_batches = 4, programs = [#par.program<[fwd(mb=0, s=0),
+        send_act(mb=0, s=1, to=1), ...]>, ...]>
+    ```
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
@@ -89,11 +111,14 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
 def VerifyPipeline : Pass<"par-verify-pipeline", "ModuleOp"> {
   let summary = "Proves the stored pipeline programs free of deadlock";
   let description = [{
-    Re-parses the per-rank programs in the module's `par.pipeline` (for
-    example after a hand edit) and simulates them under blocking
-    send/recv: every forward and backward present once, every send meeting
-    the matching receive in order. A program that would hang is an error
-    naming the two ranks and the actions they are blocked in.
+    Runs `#par.pipeline`'s proof on the module's per-rank programs: it
+    simulates them under blocking send/recv (lib/Schedule's verifier):
+    every forward and backward present once, every send meeting the
+    matching receive in order. A program that would hang is an error naming
+    the two ranks and the actions they are blocked in. (The attribute's
+    verifier runs the same proof whenever the attribute is parsed, so a
+    hand edit that would hang does not get this far; the pass states the
+    contract for a module built in memory.)
   }];
 }
 

@@ -117,15 +117,53 @@ par_status_t par_session_lookup_function(par_session_t *session,
                                          par_function_t **out_function);
 
 /* The pipeline section par-pipeline-split/par-pipeline-schedule write. */
+
+/* A pipeline action (the manifest's "op" values, in this order). */
+typedef enum par_pipeline_op_t {
+  PAR_PIPELINE_FWD = 0,        /* forward of (mb, stage) */
+  PAR_PIPELINE_BWD = 1,        /* full backward */
+  PAR_PIPELINE_BWD_INPUT = 2,  /* the input-gradient half (ZB-H1) */
+  PAR_PIPELINE_BWD_WEIGHT = 3, /* the weight-gradient half (ZB-H1) */
+  PAR_PIPELINE_SEND_ACT = 4,   /* stage `stage`'s input activation */
+  PAR_PIPELINE_RECV_ACT = 5,
+  PAR_PIPELINE_SEND_GRAD = 6,  /* the gradient of stage `stage`'s input */
+  PAR_PIPELINE_RECV_GRAD = 7
+} par_pipeline_op_t;
+
+typedef struct par_pipeline_action_t {
+  par_pipeline_op_t op;
+  int64_t mb, stage;
+  int64_t peer; /* the other rank of a transfer; -1 for compute actions */
+} par_pipeline_action_t;
+
+/* One rank's ordered actions. */
+typedef struct par_pipeline_program_t {
+  int64_t num_actions;
+  const par_pipeline_action_t *actions;
+} par_pipeline_program_t;
+
+/* A stage's functions by role (names in this manifest; NULL if absent). */
+typedef struct par_pipeline_stage_t {
+  const char *forward;
+  const char *backward;    /* the full backward */
+  const char *input_grad;  /* ZB-H1's halves of the backward */
+  const char *weight_grad;
+  const char *update;      /* the optimizer update */
+} par_pipeline_stage_t;
+
 typedef struct par_pipeline_info_t {
   int present;          /* 0: the artifact is not pipelined */
   const char *func;     /* the split function; NULL if absent */
+  const char *step;     /* the unpipelined train step; NULL if absent */
+  const char *logits;   /* the logits function; NULL if absent */
   const char *axis;     /* the pipeline mesh axis; NULL if absent */
   const char *schedule; /* NULL if absent */
   const char *backward; /* "full" or "split"; NULL if absent */
   int64_t p, m, v;      /* ranks, micro-batches, virtual stages (0 absent) */
-  int64_t num_programs; /* one action list per pipeline rank */
-  const char *const *programs;
+  int64_t num_stages;   /* the stage table (stage s on rank s mod p) */
+  const par_pipeline_stage_t *stages;
+  int64_t num_programs; /* one program per pipeline rank */
+  const par_pipeline_program_t *programs;
 } par_pipeline_info_t;
 /* Fails if the pipeline section is malformed (not if it is absent). */
 par_status_t par_session_pipeline(par_session_t *session,
@@ -154,6 +192,13 @@ typedef struct par_function_info_t {
   int64_t stage;
   int64_t num_stage_args;
   const int64_t *stage_args;
+  /* The functions this one is linked to (names in this manifest; NULL if
+   * absent): its gradient (a train step: the one it calls), its train step,
+   * a pipeline stage's update, the logits function for sampling. */
+  const char *grad;
+  const char *step;
+  const char *update;
+  const char *logits;
 } par_function_info_t;
 
 void par_function_info(const par_function_t *function,

@@ -89,6 +89,13 @@ struct Action {
 /// others with 6 significant digits ("2.5").
 std::string formatNumber(double x);
 
+/// The action's name in the IR's typed form (#par.program) and the
+/// manifest: "fwd", "bwd", "bi", "bw", "send_act", "recv_act", "send_grad",
+/// "recv_grad".
+const char *getActionMnemonic(Op op);
+/// Parses a name printed by getActionMnemonic; false if unknown.
+bool parseActionMnemonic(const std::string &name, Op &op);
+
 /// The token of the program text format: "F(mb=0,s=1)",
 /// "send-act(mb=0,s=1,to=1)", "recv-grad(mb=3,s=2,from=2)".
 std::string formatAction(const Action &action);

@@ -60,6 +60,10 @@ public:
   int64_t microBatches = 1;
   int64_t stage = -1;
   std::vector<int64_t> stageArgs;
+  /// The linked functions by role ("" when absent): the gradient (a train
+  /// step's: the one it calls), the train step, a stage's update, the
+  /// logits function.
+  std::string grad, step, update, logits;
 
   int64_t devices() const;
   int64_t axisIndex(const std::string &axis) const;

@@ -1,9 +1,10 @@
 //===- PipelineExecutor.h - Running a pipelined train step ------*- C++ -*-===//
 //
 // A pipelined artifact (par-pipeline-split, par-autodiff, par-optimizer,
-// par-pipeline-schedule) holds per stage s a forward `<f>_s<s>_fwd`, a
-// backward `<f>_s<s>_grad` (or, split, `_bi_grad` and `_bw_grad`) and an
-// update `<f>_s<s>_update`, plus every pipeline rank's ordered actions.
+// par-pipeline-schedule) holds a stage table naming per stage s, by role,
+// a forward, a backward (or, split, the input- and weight-gradient halves)
+// and an update, plus every pipeline rank's ordered actions; the manifest
+// hands both over, and the interpreter finds every function by its role.
 // Each rank keeps the parameters and optimizer state of its own stages
 // only, interprets its actions as they are listed (transfers over the
 // pipeline axis with the runtime's send/recv), sums each parameter

@@ -42,8 +42,8 @@ std::string sampleText(const SamplingOptions &o, const Tensor &tokens,
 /// Prints a sample and the prompt it continues.
 void printSample(const SamplingOptions &o, const std::string &text);
 
-/// Samples with the sharded logits entry `entry` ("": the step's name with
-/// _step -> _logits), which takes the train step `step`'s arguments
+/// Samples with the sharded logits entry `entry` ("": the step's `logits`
+/// role, from `par.logits` on its forward), which takes the train step `step`'s arguments
 /// without the targets (same order, same layouts), on `stepArgs` as they
 /// are. Collective over every rank.
 std::string sampleFromStep(par_rt_context_t *ctx, const Session &sharded,
@@ -54,7 +54,8 @@ std::string sampleFromStep(par_rt_context_t *ctx, const Session &sharded,
                            const SamplingOptions &o);
 
 /// Samples on this process with the reference's logits function `entry`
-/// ("": `func`_logits) on whole parameters, by the split function `func`'s
+/// (the pipeline's `logits` role unless the user gave one; "" is an error
+/// naming `func`) on whole parameters, by the split function `func`'s
 /// argument index.
 std::string sampleFromParameters(const Session &reference,
                                  const std::string &entry,

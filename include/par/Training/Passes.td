@@ -10,7 +10,9 @@ def Autodiff : Pass<"par-autodiff", "ModuleOp"> {
   let description = [{
     For every function with arguments marked `par.param`, adds
     `<name>_grad` with the same arguments returning the loss followed by the
-    gradient of the loss with respect to each parameter (in argument order).
+    gradient of the loss with respect to each parameter (in argument order),
+    and links it from the function with `par.grad = @<name>_grad` (what
+    par-optimizer and the pipeline's stage table follow).
     The function must return one scalar loss (`tensor<f32>`, `tensor<f64>`,
     ...). Runs on the unsharded program, before sharding (as JAX does): the
     backward is then sharded by the same propagation, and data-parallel
@@ -31,7 +33,8 @@ def Autodiff : Pass<"par-autodiff", "ModuleOp"> {
 
     ```mlir
     func.func @loss(%x: tensor<8x4xf32>, %w: tensor<4x2xf32> {par.param}) -> tensor<f32>
-    // => func.func @loss_grad(%x, %w) -> (tensor<f32>, tensor<4x2xf32>)
+    // => func.func @loss(...) attributes {par.grad = @loss_grad}
+    //    func.func @loss_grad(%x, %w) -> (tensor<f32>, tensor<4x2xf32>)
     ```
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
@@ -144,9 +147,13 @@ def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
   let summary = "Builds a train step: gradient plus optimizer update";
   let description = [{
     For every function `f` with `par.param` arguments and a gradient
-    function `f_grad` (from par-autodiff), adds `f_step`: it calls `f_grad`
-    and applies the update to every parameter, returning the loss, the new
-    parameters and the new optimizer state. Optimizer state is program
+    function (the `par.grad` par-autodiff records on `f`; without one it is
+    an error), adds `f_step`: it calls the gradient and applies the update
+    to every parameter, returning the loss, the new parameters and the new
+    optimizer state. `f` gets `par.step = @f_step`; the step gets
+    `par.grad` (the gradient it calls) and `f`'s `par.logits`. For a
+    pipeline stage's scalar it adds the stage's update instead, linked by
+    `par.update`. Optimizer state is program
     state: extra arguments after f's, one tensor of each kind per parameter,
     so that propagation shards it exactly like its parameter.
 

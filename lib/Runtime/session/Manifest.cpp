@@ -196,6 +196,14 @@ void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
       }
       spec.stageArgs.push_back(*i);
     }
+  if (const JsonValue *roles = fv.getObject(key::kRoles))
+    for (auto [role, dst] : {std::pair<const char *, std::string *>{
+                                 key::kRoleGrad, &spec.grad},
+                             {key::kRoleStep, &spec.step},
+                             {key::kRoleUpdate, &spec.update},
+                             {key::kRoleLogits, &spec.logits}})
+      if (const std::string *s = roles->getString(role))
+        *dst = *s;
 }
 
 FunctionSpec parseFunction(const JsonValue &fv) {
@@ -217,6 +225,29 @@ FunctionSpec parseFunction(const JsonValue &fv) {
   return spec;
 }
 
+/// One action object of a program; false if malformed.
+bool parseAction(const JsonValue &v, par_pipeline_action_t &a) {
+  const std::string *op = v.getString(key::kActionOp);
+  std::optional<int64_t> mb = v.getInteger(key::kActionMb),
+                         stage = v.getInteger(key::kActionStage);
+  if (!op || !mb || !stage || *mb < 0 || *stage < 0)
+    return false;
+  int code = 0;
+  while (code < kNumActionOps && *op != kActionOps[code])
+    ++code;
+  if (code == kNumActionOps)
+    return false;
+  a.op = static_cast<par_pipeline_op_t>(code);
+  a.mb = *mb;
+  a.stage = *stage;
+  bool transfer = a.op >= PAR_PIPELINE_SEND_ACT;
+  std::optional<int64_t> peer = v.getInteger(key::kActionPeer);
+  if (transfer != peer.has_value() || (peer && *peer < 0))
+    return false;
+  a.peer = peer ? *peer : -1;
+  return true;
+}
+
 void parsePipeline(const JsonValue &pipe, PipelineSpec &p) {
   p.present = true;
   auto str = [&](const char *key, std::string &dst, bool &has) {
@@ -225,24 +256,53 @@ void parsePipeline(const JsonValue &pipe, PipelineSpec &p) {
       has = true;
     }
   };
+  bool ignored;
   str(key::kPipelineFunc, p.func, p.hasFunc);
+  str(key::kPipelineStep, p.step, ignored);
+  str(key::kPipelineLogits, p.logits, ignored);
   str(key::kPipelineAxis, p.axis, p.hasAxis);
   str(key::kPipelineSchedule, p.schedule, p.hasSchedule);
   str(key::kPipelineBackward, p.backward, p.hasBackward);
   p.p = pipe.getInteger(key::kPipelineP).value_or(0);
   p.m = pipe.getInteger(key::kPipelineM).value_or(0);
   p.v = pipe.getInteger(key::kPipelineV).value_or(0);
-  const std::vector<JsonValue> *lines = pipe.getArray(key::kPipelinePrograms);
-  if (!lines) {
+  const std::vector<JsonValue> *stages = pipe.getArray(key::kPipelineStages);
+  const std::vector<JsonValue> *programs =
+      pipe.getArray(key::kPipelinePrograms);
+  if (!stages || !programs) {
     p.present = false; // not a usable pipeline section
     return;
   }
-  for (const JsonValue &l : *lines) {
-    if (!l.string()) {
-      p.error = "manifest: pipeline programs must be strings";
+  for (const JsonValue &sv : *stages) {
+    StageSpec st;
+    for (auto [role, dst] : {std::pair<const char *, std::string *>{
+                                 key::kStageForward, &st.forward},
+                             {key::kStageBackward, &st.backward},
+                             {key::kStageInputGrad, &st.inputGrad},
+                             {key::kStageWeightGrad, &st.weightGrad},
+                             {key::kStageUpdate, &st.update}})
+      if (const std::string *s = sv.getString(role))
+        *dst = *s;
+    p.stages.push_back(st);
+  }
+  for (const JsonValue &prog : *programs) {
+    const std::vector<JsonValue> *actions = prog.array();
+    if (!actions) {
+      p.error = "manifest: each pipeline program must be a list of actions";
       return;
     }
-    p.programs.push_back(*l.string());
+    p.programs.emplace_back();
+    for (const JsonValue &av : *actions) {
+      par_pipeline_action_t a;
+      if (!parseAction(av, a)) {
+        p.error = "manifest: malformed action in the program of pipeline "
+                  "rank " +
+                  std::to_string(p.programs.size() - 1) +
+                  " (expected {op, mb, stage[, peer]})";
+        return;
+      }
+      p.programs.back().push_back(a);
+    }
   }
 }
 

@@ -44,16 +44,23 @@ struct FunctionSpec {
   int64_t microBatches = 1;
   int64_t stage = -1;
   std::vector<int64_t> stageArgs;
+  /// Roles: the linked functions' names ("" when absent).
+  std::string grad, step, update, logits;
+};
+
+struct StageSpec {
+  std::string forward, backward, inputGrad, weightGrad, update;
 };
 
 struct PipelineSpec {
   bool present = false;
   std::string error;
-  std::string func, axis, schedule, backward;
+  std::string func, step, logits, axis, schedule, backward;
   bool hasFunc = false, hasAxis = false, hasSchedule = false,
        hasBackward = false;
   int64_t p = 0, m = 0, v = 0;
-  std::vector<std::string> programs;
+  std::vector<StageSpec> stages;
+  std::vector<std::vector<par_pipeline_action_t>> programs;
 };
 
 struct Manifest {

@@ -38,7 +38,9 @@ struct par_session_t {
   par_session_options_t options;
   Manifest manifest;
   std::vector<std::unique_ptr<par_function_t>> functions;
-  std::vector<const char *> programs; // the pipeline's, as C strings
+  // The pipeline's stage table and programs, as the C API hands them out.
+  std::vector<par_pipeline_stage_t> stages;
+  std::vector<par_pipeline_program_t> programs;
   void *handle = nullptr;
   std::string error;
   int64_t rank = 0, world = 1;
@@ -136,8 +138,16 @@ par_status_t par_session_create(const char *artifact_dir,
       fn->axes.push_back({f.axisNames[i].c_str(), f.sizes[i]});
     s->functions.push_back(std::move(fn));
   }
-  for (const std::string &p : s->manifest.pipeline.programs)
-    s->programs.push_back(p.c_str());
+  auto orNull = [](const std::string &name) {
+    return name.empty() ? nullptr : name.c_str();
+  };
+  for (const StageSpec &st : s->manifest.pipeline.stages)
+    s->stages.push_back({orNull(st.forward), orNull(st.backward),
+                         orNull(st.inputGrad), orNull(st.weightGrad),
+                         orNull(st.update)});
+  for (const std::vector<par_pipeline_action_t> &p :
+       s->manifest.pipeline.programs)
+    s->programs.push_back({static_cast<int64_t>(p.size()), p.data()});
   *out_session = s.release();
   return PAR_OK;
 }
@@ -191,12 +201,16 @@ par_status_t par_session_pipeline(par_session_t *s,
     return s->fail(PAR_ERR_INVALID_ARGUMENT, p.error);
   out->present = p.present;
   out->func = p.hasFunc ? p.func.c_str() : nullptr;
+  out->step = p.step.empty() ? nullptr : p.step.c_str();
+  out->logits = p.logits.empty() ? nullptr : p.logits.c_str();
   out->axis = p.hasAxis ? p.axis.c_str() : nullptr;
   out->schedule = p.hasSchedule ? p.schedule.c_str() : nullptr;
   out->backward = p.hasBackward ? p.backward.c_str() : nullptr;
   out->p = p.p;
   out->m = p.m;
   out->v = p.v;
+  out->num_stages = s->stages.size();
+  out->stages = s->stages.data();
   out->num_programs = s->programs.size();
   out->programs = s->programs.data();
   return PAR_OK;
@@ -218,6 +232,13 @@ void par_function_info(const par_function_t *fn, par_function_info_t *out) {
   out->stage = f.stage;
   out->num_stage_args = f.stageArgs.size();
   out->stage_args = f.stageArgs.data();
+  auto orNull = [](const std::string &name) {
+    return name.empty() ? nullptr : name.c_str();
+  };
+  out->grad = orNull(f.grad);
+  out->step = orNull(f.step);
+  out->update = orNull(f.update);
+  out->logits = orNull(f.logits);
 }
 
 par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,

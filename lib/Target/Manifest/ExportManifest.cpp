@@ -195,6 +195,17 @@ struct FunctionWriter {
     if (auto idx = fn->getAttrOfType<DenseI64ArrayAttr>(
             ParDialect::kStageArgsAttrName))
       entry[key::kStageArgs] = llvm::json::Array(idx.asArrayRef());
+    // The functions this one is linked to, by role.
+    llvm::json::Object roles;
+    for (auto [link, role] : {std::pair<StringRef, const char *>{
+                                  ParDialect::kGradAttrName, key::kRoleGrad},
+                              {ParDialect::kStepAttrName, key::kRoleStep},
+                              {ParDialect::kUpdateAttrName, key::kRoleUpdate},
+                              {ParDialect::kLogitsAttrName, key::kRoleLogits}})
+      if (auto sym = fn->getAttrOfType<FlatSymbolRefAttr>(link))
+        roles[role] = sym.getValue().str();
+    if (!roles.empty())
+      entry[key::kRoles] = std::move(roles);
   }
 
   llvm::json::Object entry(ModuleOp module) {
@@ -208,23 +219,54 @@ struct FunctionWriter {
   }
 };
 
-/// The pipeline (par-pipeline-split, par-pipeline-schedule): strings and
-/// integers as they are, the per-rank programs as an array of strings.
-llvm::json::Object pipelineEntry(DictionaryAttr pipe) {
-  llvm::json::Object p;
-  for (NamedAttribute a : pipe) {
-    if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
-      p[a.getName().getValue()] = i.getInt();
-    else if (auto str = dyn_cast<StringAttr>(a.getValue()))
-      p[a.getName().getValue()] = str.getValue().str();
-    else if (auto list = dyn_cast<ArrayAttr>(a.getValue())) {
-      llvm::json::Array items;
-      for (Attribute e : list)
-        if (auto str = dyn_cast<StringAttr>(e))
-          items.push_back(str.getValue().str());
-      p[a.getName().getValue()] = std::move(items);
-    }
+/// The pipeline (par-pipeline-split, par-pipeline-schedule): the split
+/// function, the stage table by role, the schedule's shape and each rank's
+/// actions as objects.
+llvm::json::Object pipelineEntry(PipelineAttr pipe) {
+  auto name = [](FlatSymbolRefAttr sym) { return sym.getValue().str(); };
+  llvm::json::Object p{{key::kPipelineFunc, name(pipe.getFunc())}};
+  if (pipe.getStep())
+    p[key::kPipelineStep] = name(pipe.getStep());
+  if (pipe.getLogits())
+    p[key::kPipelineLogits] = name(pipe.getLogits());
+  llvm::json::Array stages;
+  for (StageAttr st : pipe.getStages()) {
+    llvm::json::Object e{{key::kStageForward, name(st.getForward())}};
+    for (auto [role, sym] :
+         {std::pair<const char *, FlatSymbolRefAttr>{key::kStageBackward,
+                                                     st.getBackward()},
+          {key::kStageInputGrad, st.getInputGrad()},
+          {key::kStageWeightGrad, st.getWeightGrad()},
+          {key::kStageUpdate, st.getUpdate()}})
+      if (sym)
+        e[role] = name(sym);
+    stages.push_back(std::move(e));
   }
+  p[key::kPipelineStages] = std::move(stages);
+  if (!pipe.isScheduled())
+    return p;
+  ::par::pipeline::PipelineShape shape = pipe.getShape();
+  p[key::kPipelineSchedule] = pipe.getSchedule().str();
+  p[key::kPipelineAxis] = pipe.getAxis().str();
+  p[key::kPipelineBackward] = shape.splitBackward ? "split" : "full";
+  p[key::kPipelineP] = shape.p;
+  p[key::kPipelineM] = shape.m;
+  p[key::kPipelineV] = shape.v;
+  llvm::json::Array programs;
+  for (ProgramAttr prog : pipe.getPrograms()) {
+    llvm::json::Array actions;
+    for (const ::par::pipeline::Action &a : prog.getActions()) {
+      llvm::json::Object o{
+          {key::kActionOp, schema::kActionOps[static_cast<int>(a.op)]},
+          {key::kActionMb, a.mb},
+          {key::kActionStage, a.stage}};
+      if (!a.isCompute())
+        o[key::kActionPeer] = a.peer;
+      actions.push_back(std::move(o));
+    }
+    programs.push_back(std::move(actions));
+  }
+  p[key::kPipelinePrograms] = std::move(programs);
   return p;
 }
 
@@ -260,8 +302,8 @@ struct ExportManifestPass
     }
     llvm::json::Object top{{key::kVersion, schema::kVersion},
                            {key::kFunctions, std::move(functions)}};
-    if (auto pipe = module->getAttrOfType<DictionaryAttr>(
-            ParDialect::kPipelineAttrName))
+    if (auto pipe =
+            module->getAttrOfType<PipelineAttr>(ParDialect::kPipelineAttrName))
       top[key::kPipeline] = pipelineEntry(pipe);
     *os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
     if (file)

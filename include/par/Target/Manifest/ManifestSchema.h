@@ -10,12 +10,20 @@
 //   { "version": N,
 //     "functions": [ { "name", "mesh": {"name", "axes": [{"name", "size"}]},
 //                      "inputs": [tensor], "outputs": [tensor],
+//                      "roles"?: { "grad"?, "step"?, "update"?, "logits"? },
 //                      "feedback"?, "micro_batches"?, "stage"?,
 //                      "stage_args"? } ],
-//     "pipeline"?: { "func", "stages", "axis", "schedule", "backward",
-//                    "p", "m", "v", "programs" } }
+//     "pipeline"?: { "func", "step"?, "logits"?, "axis", "schedule",
+//                    "backward", "p", "m", "v",
+//                    "stages": [ { "forward", "backward"?, "input_grad"?,
+//                                  "weight_grad"?, "update"? } ],
+//                    "programs": [ [action] ] } }
 //   tensor = { "dtype", "global_shape", "local_shape", "init"?,
 //              "sharding": {"dims", "partial", "partial_kind"} }
+//   action = { "op", "mb", "stage", "peer"? }   (peer: transfers only)
+//
+// Roles name other functions of the same manifest: a driver follows them and
+// never derives a function's name from another's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +35,9 @@
 namespace par::manifest {
 
 /// The schema version the writer writes and the only one the reader takes.
-inline constexpr int64_t kVersion = 1;
+/// Version 2: function roles, the pipeline's stage table and structured
+/// programs (version 1 had per-rank action strings and no roles).
+inline constexpr int64_t kVersion = 2;
 
 namespace key {
 // The top level.
@@ -43,6 +53,12 @@ inline constexpr const char kFeedback[] = "feedback";
 inline constexpr const char kMicroBatches[] = "micro_batches";
 inline constexpr const char kStage[] = "stage";
 inline constexpr const char kStageArgs[] = "stage_args";
+// A function's roles (each the name of another function in the manifest).
+inline constexpr const char kRoles[] = "roles";
+inline constexpr const char kRoleGrad[] = "grad";
+inline constexpr const char kRoleStep[] = "step";
+inline constexpr const char kRoleUpdate[] = "update";
+inline constexpr const char kRoleLogits[] = "logits";
 // A mesh (its name is kName) and its axes (kName and kSize).
 inline constexpr const char kAxes[] = "axes";
 inline constexpr const char kSize[] = "size";
@@ -57,7 +73,7 @@ inline constexpr const char kPartial[] = "partial";
 inline constexpr const char kPartialKind[] = "partial_kind";
 // The pipeline section (par-pipeline-split, par-pipeline-schedule).
 inline constexpr const char kPipelineFunc[] = "func";
-inline constexpr const char kPipelineStages[] = "stages";
+inline constexpr const char kPipelineStages[] = "stages"; // the stage table
 inline constexpr const char kPipelineAxis[] = "axis";
 inline constexpr const char kPipelineSchedule[] = "schedule";
 inline constexpr const char kPipelineBackward[] = "backward";
@@ -65,7 +81,29 @@ inline constexpr const char kPipelineP[] = "p";
 inline constexpr const char kPipelineM[] = "m";
 inline constexpr const char kPipelineV[] = "v";
 inline constexpr const char kPipelinePrograms[] = "programs";
+inline constexpr const char kPipelineStep[] = "step";
+inline constexpr const char kPipelineLogits[] = "logits";
+// A stage's functions.
+inline constexpr const char kStageForward[] = "forward";
+inline constexpr const char kStageBackward[] = "backward";
+inline constexpr const char kStageInputGrad[] = "input_grad";
+inline constexpr const char kStageWeightGrad[] = "weight_grad";
+inline constexpr const char kStageUpdate[] = "update";
+// An action of a program.
+inline constexpr const char kActionOp[] = "op";
+inline constexpr const char kActionMb[] = "mb";
+inline constexpr const char kActionStage[] = "stage";
+inline constexpr const char kActionPeer[] = "peer";
 } // namespace key
+
+/// Values of an action's "op", indexed by the action code (par_session.h's
+/// par_pipeline_op_t, lib/Schedule's Op): forward, full backward, its
+/// input and weight halves, and the transfers of stage inputs ("act") and
+/// their gradients ("grad").
+inline constexpr const char *const kActionOps[] = {
+    "fwd", "bwd", "bi", "bw", "send_act", "recv_act", "send_grad",
+    "recv_grad"};
+inline constexpr int kNumActionOps = 8;
 
 /// Values of a sharding's "partial_kind".
 namespace partial_kind {

@@ -19,14 +19,8 @@ using namespace mlir::par;
 #include "par/Dialect/Par/IR/ParDialect.cpp.inc"
 #include "par/Dialect/Par/IR/ParEnums.cpp.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "par/Dialect/Par/IR/ParAttrs.cpp.inc"
-
 void ParDialect::initialize() {
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "par/Dialect/Par/IR/ParAttrs.cpp.inc"
-      >();
+  registerAttributes();
   addOperations<
 #define GET_OP_LIST
 #include "par/Dialect/Par/IR/ParOps.cpp.inc"
@@ -148,177 +142,6 @@ mlir::par::getLocalType(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
-// ShardingAttr
-//===----------------------------------------------------------------------===//
-
-SmallVector<StringRef> ShardingAttr::getDimAxes(int64_t dim) const {
-  SmallVector<StringRef> axes;
-  for (Attribute a : getDims()[dim])
-    axes.push_back(cast<StringAttr>(a).getValue());
-  return axes;
-}
-
-SmallVector<StringRef> ShardingAttr::getPartialAxisNames() const {
-  SmallVector<StringRef> axes;
-  for (Attribute a : getPartialAxes())
-    axes.push_back(cast<StringAttr>(a).getValue());
-  return axes;
-}
-
-bool ShardingAttr::isFullyReplicated() const {
-  return !isPartial() &&
-         llvm::all_of(getDims(), [](ArrayAttr a) { return a.empty(); });
-}
-
-ShardingAttr ShardingAttr::get(MLIRContext *ctx, FlatSymbolRefAttr mesh,
-                               ArrayRef<SmallVector<StringRef>> dims,
-                               ArrayRef<StringRef> partial,
-                               ReductionKind kind) {
-  Builder b(ctx);
-  SmallVector<ArrayAttr> dimAttrs;
-  for (const auto &axes : dims)
-    dimAttrs.push_back(b.getStrArrayAttr(axes));
-  return ShardingAttr::get(ctx, mesh, dimAttrs, b.getStrArrayAttr(partial),
-                           partial.empty() ? ReductionKind::Sum : kind);
-}
-
-ShardingAttr ShardingAttr::getReplicated(MLIRContext *ctx,
-                                         FlatSymbolRefAttr mesh,
-                                         int64_t rank) {
-  SmallVector<SmallVector<StringRef>> dims(rank);
-  return get(ctx, mesh, dims);
-}
-
-ShardingAttr ShardingAttr::withoutPartial() const {
-  return ShardingAttr::get(getContext(), getMesh(), getDims(),
-                           ArrayAttr::get(getContext(), {}),
-                           ReductionKind::Sum);
-}
-
-LogicalResult
-ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     FlatSymbolRefAttr mesh, ArrayRef<ArrayAttr> dims,
-                     ArrayAttr partialAxes, ReductionKind partialKind) {
-  if (!mesh)
-    return emitError() << "sharding needs a mesh symbol";
-  llvm::StringSet<> seen;
-  auto check = [&](Attribute a, StringRef where) -> LogicalResult {
-    auto s = dyn_cast<StringAttr>(a);
-    if (!s)
-      return emitError() << "mesh axes must be strings, got " << a;
-    if (!seen.insert(s.getValue()).second)
-      return emitError() << "mesh axis '" << s.getValue()
-                         << "' is used more than once in a sharding (again "
-                         << where << ")";
-    return success();
-  };
-  for (auto [d, axes] : llvm::enumerate(dims))
-    for (Attribute a : axes)
-      if (failed(check(a, ("in dimension " + Twine(d)).str())))
-        return failure();
-  for (Attribute a : partialAxes)
-    if (failed(check(a, "as a partial axis")))
-      return failure();
-  if (!partialAxes.empty() && partialKind == ReductionKind::Avg)
-    return emitError() << "partial reduction kind must be sum, max or min";
-  return success();
-}
-
-LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               InitKind kind, APFloat scale) {
-  bool hasScale = !scale.isPosZero();
-  if (kind == InitKind::Fill) {
-    if (!scale.isFinite())
-      return emitError() << "'fill' initialiser needs a finite value, got "
-                         << scale.convertToDouble();
-    return success();
-  }
-  if (kind != InitKind::Uniform) {
-    if (hasScale)
-      return emitError() << "'" << stringifyInitKind(kind)
-                         << "' initialiser takes no scale, got "
-                         << scale.convertToDouble();
-    return success();
-  }
-  if (!scale.isFinite() || scale.isNegative() || scale.isZero())
-    return emitError() << "'uniform' initialiser needs a positive finite "
-                          "scale, got "
-                       << scale.convertToDouble();
-  return success();
-}
-
-static ParseResult parseAxisSet(AsmParser &p, SmallVectorImpl<Attribute> &out) {
-  return p.parseCommaSeparatedList(AsmParser::Delimiter::Braces, [&]() {
-    std::string name;
-    if (p.parseString(&name))
-      return failure();
-    out.push_back(StringAttr::get(p.getContext(), name));
-    return success();
-  });
-}
-
-Attribute ShardingAttr::parse(AsmParser &p, Type) {
-  FlatSymbolRefAttr mesh;
-  SmallVector<ArrayAttr> dims;
-  SmallVector<Attribute> partial;
-  ReductionKind kind = ReductionKind::Sum;
-  SMLoc loc = p.getCurrentLocation();
-  if (p.parseLess() || p.parseAttribute(mesh) || p.parseComma())
-    return {};
-  if (p.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
-        SmallVector<Attribute> axes;
-        if (parseAxisSet(p, axes))
-          return failure();
-        dims.push_back(ArrayAttr::get(p.getContext(), axes));
-        return success();
-      }))
-    return {};
-  if (succeeded(p.parseOptionalComma())) {
-    if (p.parseKeyword("partial"))
-      return {};
-    StringRef kw;
-    SMLoc kwLoc = p.getCurrentLocation();
-    if (p.parseKeyword(&kw))
-      return {};
-    std::optional<ReductionKind> k = symbolizeReductionKind(kw);
-    if (!k) {
-      p.emitError(kwLoc) << "unknown reduction kind '" << kw
-                         << "' (expected sum, max or min)";
-      return {};
-    }
-    kind = *k;
-    if (parseAxisSet(p, partial))
-      return {};
-  }
-  if (p.parseGreater())
-    return {};
-  // Without partial axes the kind means nothing: keep one canonical form.
-  if (partial.empty())
-    kind = ReductionKind::Sum;
-  return p.getChecked<ShardingAttr>(loc, p.getContext(), mesh, dims,
-                                    ArrayAttr::get(p.getContext(), partial),
-                                    kind);
-}
-
-void ShardingAttr::print(AsmPrinter &p) const {
-  auto printSet = [&](ArrayAttr axes) {
-    p << "{";
-    llvm::interleaveComma(axes, p, [&](Attribute a) {
-      p.printString(cast<StringAttr>(a).getValue());
-    });
-    p << "}";
-  };
-  p << "<" << getMesh() << ", [";
-  llvm::interleaveComma(getDims(), p, printSet);
-  p << "]";
-  if (isPartial()) {
-    p << ", partial " << stringifyReductionKind(getPartialKind()) << " ";
-    printSet(getPartialAxes());
-  }
-  p << ">";
-}
-
-//===----------------------------------------------------------------------===//
 // Discardable attribute verification
 //===----------------------------------------------------------------------===//
 
@@ -402,6 +225,39 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
                              ("result #" + Twine(resultIndex)).str());
 }
 
+/// `sym` names a function in the symbol table around `op`.
+static LogicalResult verifyNamesFunction(Operation *op, FlatSymbolRefAttr sym,
+                                         const std::string &what) {
+  if (isa_and_nonnull<FunctionOpInterface>(
+          SymbolTable::lookupNearestSymbolFrom(op, sym)))
+    return success();
+  return op->emitError() << what << " names " << sym
+                         << ", which is not a function in the module";
+}
+
+/// `par.pipeline`: a #par.pipeline on a module whose every symbol names one
+/// of the module's functions.
+static LogicalResult verifyPipelineSymbols(Operation *op, Attribute value) {
+  auto pipe = dyn_cast<PipelineAttr>(value);
+  if (!isa<ModuleOp>(op) || !pipe)
+    return op->emitError("'par.pipeline' must be a #par.pipeline on a module");
+  if (failed(verifyNamesFunction(op, pipe.getFunc(), "'par.pipeline' func")))
+    return failure();
+  for (auto [role, sym] : {std::pair<StringRef, FlatSymbolRefAttr>{
+                               "step", pipe.getStep()},
+                           {"logits", pipe.getLogits()}})
+    if (sym && failed(verifyNamesFunction(
+                   op, sym, ("'par.pipeline' " + role).str())))
+      return failure();
+  for (auto [k, stage] : llvm::enumerate(pipe.getStages()))
+    for (auto [role, sym] : stage.getSymbols())
+      if (failed(verifyNamesFunction(
+              op, sym,
+              ("'par.pipeline' stage " + Twine(k) + "'s " + role).str())))
+        return failure();
+  return success();
+}
+
 LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
   // On ops, `par.sharding` holds one entry per result: a #par.sharding for a
@@ -448,10 +304,16 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                            "\"weight\"");
     return success();
   }
-  if (attr.getName() == kPipelineAttrName) {
-    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
-      return op->emitError("'par.pipeline' must be a dictionary on a module");
-    return success();
+  if (attr.getName() == kPipelineAttrName)
+    return verifyPipelineSymbols(op, attr.getValue());
+  if (llvm::is_contained({kGradAttrName, kStepAttrName, kUpdateAttrName,
+                          kLogitsAttrName},
+                         attr.getName().getValue())) {
+    auto sym = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+    if (!sym || !isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must be a symbol reference on a function";
+    return verifyNamesFunction(op, sym, "'" + attr.getName().str() + "'");
   }
   if (attr.getName() == kMicroBatchesAttrName) {
     auto m = dyn_cast<IntegerAttr>(attr.getValue());

@@ -191,4 +191,162 @@ def Par_LossScaleAttr : AttrDef<Par_Dialect, "LossScale"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Typed contracts between the passes, and with the driver
+//===----------------------------------------------------------------------===//
+
+// A list of attributes of one kind, spelled `[a, b, ...]` (each in its full
+// `#par.<mnemonic><...>` form).
+class Par_AttrListParameter<string attr, string desc>
+    : ArrayRefParameter<attr, desc> {
+  let parser = "::mlir::par::parseAttrList<" # attr # ">($_parser)";
+  let printer = "::mlir::par::printAttrList($_printer, $_self)";
+}
+class Par_OptionalAttrListParameter<string attr, string desc>
+    : OptionalArrayRefParameter<attr, desc> {
+  let parser = "::mlir::par::parseAttrList<" # attr # ">($_parser)";
+  let printer = "::mlir::par::printAttrList($_printer, $_self)";
+}
+
+def Par_StageAttr : AttrDef<Par_Dialect, "Stage"> {
+  let mnemonic = "stage";
+  let summary = "One pipeline stage's functions, by symbol";
+  let description = [{
+    An entry of `#par.pipeline`'s stage table: the functions of one pipeline
+    stage, by reference, so that no pass and no driver finds a function by
+    its name. par-pipeline-split records the functions it makes:
+
+    - `forward`: the stage's forward (`(args..., [x]) -> y`; the last
+      stage's returns the loss);
+    - `loss`: the scalar whose gradient is the stage's backward (the loss
+      for the last stage, `sum(y * dy)` otherwise);
+    - `input_loss`, `weight_loss` (with `split-backward`): the same scalar
+      with only the input, or only the parameters, differentiated.
+
+    par-pipeline-schedule completes the entry with what par-autodiff and
+    par-optimizer made from them (their `par.grad` and `par.update`):
+
+    - `backward`: the gradient of `loss` (the full backward, B);
+    - `input_grad`, `weight_grad`: the gradients of `input_loss` and
+      `weight_loss` (ZB-H1's BI and BW; stage 0 has no `input_grad`);
+    - `update`: the stage's optimizer update.
+
+    ```mlir
+    #par.stage<forward = @loss_s0_fwd, loss = @loss_s0,
+               backward = @loss_s0_grad, update = @loss_s0_update>
+    ```
+
+    Whether the symbols name functions is checked where the attribute
+    meets a module (`par.pipeline` on a module).
+  }];
+  let parameters = (ins
+    "::mlir::FlatSymbolRefAttr":$forward,
+    "::mlir::FlatSymbolRefAttr":$loss,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$input_loss,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$weight_loss,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$backward,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$input_grad,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$weight_grad,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$update
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    /// Every symbol the entry names, with its role ("forward", ...).
+    ::llvm::SmallVector<std::pair<::llvm::StringRef, ::mlir::FlatSymbolRefAttr>>
+    getSymbols() const;
+  }];
+}
+
+// A rank's pipeline actions, `[a, b, ...]`; see lib/Schedule
+// (`::par::pipeline::Action`).
+def Par_PipelineActionParameter
+    : ArrayRefParameter<"::par::pipeline::Action", "pipeline actions"> {
+  let parser = "::mlir::par::parseActions($_parser)";
+  let printer = "::mlir::par::printActions($_printer, $_self)";
+}
+
+def Par_ProgramAttr : AttrDef<Par_Dialect, "Program"> {
+  let mnemonic = "program";
+  let summary = "One pipeline rank's ordered actions";
+  let description = [{
+    What one rank of the pipeline axis runs in one train step, in order:
+    `fwd`, `bwd` (the full backward), `bi` and `bw` (its input and weight
+    halves) of a (micro-batch `mb`, stage `s`), and the blocking transfers
+    `send_act`/`recv_act` (stage `s`'s input activation) and
+    `send_grad`/`recv_grad` (its gradient) with the other rank (`to` or
+    `from`). lib/Schedule's `Action`, typed.
+
+    ```mlir
+    #par.program<[fwd(mb=0, s=0), send_act(mb=0, s=1, to=1),
+                  recv_grad(mb=0, s=1, from=1), bwd(mb=0, s=0)]>
+    ```
+
+    Micro-batches and stages are non-negative, a transfer's stage is >= 1
+    and names its peer; whether the programs of all ranks fit together is
+    `#par.pipeline`'s verifier.
+  }];
+  let parameters = (ins Par_PipelineActionParameter:$actions);
+  let assemblyFormat = "`<` $actions `>`";
+  let genVerifyDecl = 1;
+}
+
+def Par_PipelineAttr : AttrDef<Par_Dialect, "Pipeline"> {
+  let mnemonic = "pipeline";
+  let summary = "A pipelined program: its stage table and per-rank programs";
+  let description = [{
+    On the module (`par.pipeline`): what par-pipeline-split made of the
+    function `func` (the stage table, one `#par.stage` per stage, stage s
+    on pipeline rank s mod p) and, once par-pipeline-schedule ran, the
+    schedule: its name, the mesh axis the stages are placed on, the
+    micro-batch count, the train step (`step`, the unpipelined reference of
+    the same computation, when par-optimizer made one) and the function
+    computing logits (`logits`, when `func` names one with `par.logits`),
+    and one `#par.program` per rank of that axis.
+
+    ```mlir
+    #par.pipeline<func = @loss, stages = [#par.stage<...>, #par.stage<...>],
+                  step = @loss_step, schedule = "1f1b", axis = "pp",
+                  micro_batches = 4,
+                  programs = [#par.program<[...]>, #par.program<[...]>]>
+    ```
+
+    The verifier is the deadlock proof: with p programs and S stages
+    (S = p x v), it simulates the programs under blocking send/recv
+    (lib/Schedule's verifier, as par-verify-pipeline runs it): every
+    forward and backward of every (micro-batch, stage) present once on the
+    stage's rank, every send meeting the matching receive, in order, and no
+    rank waiting forever. `zbh1` runs the split backward (`bi`, `bw`): each
+    stage then needs `weight_loss` (and, but for stage 0, `input_loss`).
+  }];
+  let parameters = (ins
+    "::mlir::FlatSymbolRefAttr":$func,
+    Par_AttrListParameter<"::mlir::par::StageAttr", "stage table">:$stages,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$step,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$logits,
+    OptionalParameter<"::mlir::StringAttr">:$schedule,
+    OptionalParameter<"::mlir::StringAttr">:$axis,
+    OptionalParameter<"int64_t">:$micro_batches,
+    Par_OptionalAttrListParameter<"::mlir::par::ProgramAttr",
+                                  "per-rank programs">:$programs
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether par-pipeline-schedule stored programs.
+    bool isScheduled() const { return !getPrograms().empty(); }
+    /// The shape of the stored programs: p ranks, m micro-batches, v stages
+    /// per rank, the backward split for zbh1.
+    ::par::pipeline::PipelineShape getShape() const;
+    /// The stored programs in lib/Schedule's form (index = rank).
+    ::par::pipeline::Programs getSchedulePrograms() const;
+    /// The same attribute with the schedule's fields set.
+    PipelineAttr withSchedule(::mlir::FlatSymbolRefAttr step,
+        ::mlir::FlatSymbolRefAttr logits, ::llvm::StringRef schedule,
+        ::llvm::StringRef axis, int64_t microBatches,
+        const ::par::pipeline::Programs &programs) const;
+    /// The same attribute with another stage table.
+    PipelineAttr withStages(::llvm::ArrayRef<StageAttr> stages) const;
+  }];
+}
+
 #endif // PAR_DIALECT_PAR_IR_PARATTRS_TD

@@ -9,10 +9,39 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "par/Dialect/Par/IR/ParDialect.h.inc"
 #include "par/Dialect/Par/IR/ParEnums.h"
+#include "par/Schedule/Schedule.h"
+
+#include "llvm/ADT/Hashing.h"
+
+namespace par::pipeline {
+/// Actions are parameters of #par.program.
+inline llvm::hash_code hash_value(const Action &a) {
+  return llvm::hash_combine(static_cast<uint8_t>(a.op), a.mb, a.stage, a.peer);
+}
+} // namespace par::pipeline
+
+namespace mlir {
+class AsmParser;
+class AsmPrinter;
+namespace par {
+class StageAttr;
+class ProgramAttr;
+/// `[#par.x<...>, ...]`: the list parameters of #par.pipeline.
+template <typename AttrT>
+FailureOr<SmallVector<AttrT>> parseAttrList(AsmParser &parser);
+template <typename AttrT>
+void printAttrList(AsmPrinter &printer, ArrayRef<AttrT> attrs);
+/// `[fwd(mb=0, s=0), send_act(mb=0, s=1, to=1), ...]`: #par.program's.
+FailureOr<SmallVector<::par::pipeline::Action>> parseActions(AsmParser &parser);
+void printActions(AsmPrinter &printer,
+                  ArrayRef<::par::pipeline::Action> actions);
+} // namespace par
+} // namespace mlir
 
 #define GET_ATTRDEF_CLASSES
 #include "par/Dialect/Par/IR/ParAttrs.h.inc"
@@ -40,6 +69,15 @@ getLocalType(function_ref<InFlightDiagnostic()> emitError,
 
 /// The sharding attached to a function argument/result or op, if any.
 ShardingAttr getShardingAnnotation(Operation *op);
+
+/// The function a link attribute (`par.grad`, `par.step`, `par.update`,
+/// `par.logits`) on `fn` names, or null when there is none.
+FunctionOpInterface getLinkedFunction(Operation *fn, StringRef linkName);
+
+/// The errors of proving `pipeline`'s programs complete and deadlock-free
+/// under blocking send/recv (lib/Schedule's verifier); empty when they are,
+/// or when there are none.
+std::vector<std::string> verifyPipelinePrograms(PipelineAttr pipeline);
 
 } // namespace mlir::par
 

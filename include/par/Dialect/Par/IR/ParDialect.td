@@ -33,6 +33,9 @@ def Par_Dialect : Dialect {
   let hasRegionResultAttrVerify = 1;
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
+    /// Registers the attributes (ParAttrs.cpp, where their storage is).
+    void registerAttributes();
+
     /// Name of the discardable attribute holding a value's sharding on
     /// function arguments, results and ops.
     static constexpr ::llvm::StringLiteral kShardingAttrName = "par.sharding";
@@ -81,10 +84,23 @@ def Par_Dialect : Dialect {
     /// "input" (the input's gradient) or "weight" (the parameters').
     static constexpr ::llvm::StringLiteral kStagePartAttrName =
         "par.stage_part";
-    /// On the module: what par-pipeline-split made (a dictionary: `func`,
-    /// `stages`) and par-pipeline-schedule's per-rank programs (`schedule`,
-    /// `p`, `m`, `v`, `programs`: one string of actions per rank).
+    /// On the module: a #par.pipeline, what par-pipeline-split made (the
+    /// split function and the stage table) and par-pipeline-schedule's
+    /// per-rank programs.
     static constexpr ::llvm::StringLiteral kPipelineAttrName = "par.pipeline";
+    /// The links between functions, each a symbol reference on a function
+    /// (passes and drivers follow them; nothing finds a function by name).
+    /// On a function par-autodiff differentiated: its gradient; on a train
+    /// step: the gradient it calls.
+    static constexpr ::llvm::StringLiteral kGradAttrName = "par.grad";
+    /// On a forward + loss: the train step par-optimizer made from it.
+    static constexpr ::llvm::StringLiteral kStepAttrName = "par.step";
+    /// On a pipeline stage's loss: the update par-optimizer made for it.
+    static constexpr ::llvm::StringLiteral kUpdateAttrName = "par.update";
+    /// On a forward + loss (written by the user) and its train step: the
+    /// function computing the logits from the same arguments without the
+    /// targets, for sampling.
+    static constexpr ::llvm::StringLiteral kLogitsAttrName = "par.logits";
   }];
 }
 
