@@ -57,6 +57,13 @@ void mlir::par::buildPrecisionPhase(OpPassManager &pm,
   pm.addPass(createMixedPrecision(mp));
 }
 
+/// The loss-scaling policy `options` asks for ("" for none).
+static std::string lossScalePolicy(const CompileOptions &options) {
+  if (options.lossScale == "auto")
+    return options.precision == "f16" ? "dynamic" : "";
+  return options.lossScale == "none" ? "" : options.lossScale.getValue();
+}
+
 void mlir::par::buildPipelineSplitPhase(OpPassManager &pm,
                                         const CompileOptions &options) {
   if (options.stages <= 0)
@@ -74,6 +81,19 @@ void mlir::par::buildTrainPhase(OpPassManager &pm,
                                 const CompileOptions &options) {
   if (options.optimizer == "none")
     return;
+  // The loss scale seeds the backward: before autodiff.
+  std::string policy = lossScalePolicy(options);
+  if (!policy.empty()) {
+    LossScaleOptions ls;
+    ls.policy = policy;
+    ls.initScale = options.initScale;
+    ls.growthFactor = options.growthFactor;
+    ls.backoffFactor = options.backoffFactor;
+    ls.growthInterval = options.growthInterval;
+    ls.hysteresis = options.hysteresis;
+    ls.minScale = options.minScale;
+    pm.addPass(createLossScale(ls));
+  }
   // Reverse mode on the unsharded program: the backward is sharded later
   // by the same propagation as the forward.
   pm.addPass(createAutodiff());

@@ -77,6 +77,11 @@ Function::Function(par_session_t *session, par_function_t *fn)
                         (size_t)info.feedback[2 * i + 1]});
   microBatches = info.micro_batches;
   stage = info.stage;
+  if (info.compute_type)
+    computeType = info.compute_type;
+  lossScaleResult = info.loss_scale_result;
+  finiteResult = info.finite_result;
+  minLossScale = info.min_loss_scale;
   stageArgs.assign(info.stage_args, info.stage_args + info.num_stage_args);
   for (auto [role, dst] : {std::pair<const char *, std::string *>{info.grad, &grad},
                            {info.step, &step},

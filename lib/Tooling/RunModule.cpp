@@ -79,7 +79,17 @@ void ModuleRun::injectCrash() const {
 
 void ModuleRun::train() {
   checkTrainStep(f);
-  TrainLog log(o.train, rank == 0);
+  TrainLogOptions logOptions = o.train;
+  // Loss scaling: the argument the next scale feeds is this step's scale.
+  int64_t scaleArg = -1;
+  if (f.lossScaleResult >= 0) {
+    for (auto [r, a] : f.feedback)
+      if ((int64_t)r == f.lossScaleResult)
+        scaleArg = a;
+    logOptions.lossScale = scaleArg >= 0;
+    logOptions.minScale = f.minLossScale;
+  }
+  TrainLog log(logOptions, rank == 0);
   const Tensor *tokens = o.data.empty() ? nullptr : &f.inputs[o.tokensArg];
   if (rank == 0 && tokens) {
     // The global batch: dp replicas x micro-batches x micro-batch rows.
@@ -94,11 +104,46 @@ void ModuleRun::train() {
     printf("\n");
   }
   TrainStepper stepper(f, locals, batches);
+  // Every rank's step-or-skip decisions, to check they agree.
+  std::vector<double> decisions;
+  double nextScale = NAN;
   for (int64_t step = 1; step <= o.train.steps; ++step) {
+    double scale = scaleArg >= 0
+                       ? par_dtype_load(f.inputs[scaleArg].dtype,
+                                        stepper.argument(scaleArg).data(), 0)
+                       : NAN;
     double loss = stepper.step(step);
     times.push_back(stepper.seconds());
+    bool taken = true;
+    if (scaleArg >= 0) {
+      const std::vector<Buffer> &outs = stepper.outputs();
+      taken = par_dtype_load(f.outputs[f.finiteResult].dtype,
+                             outs[f.finiteResult].data(), 0) > 0.5;
+      nextScale = par_dtype_load(f.outputs[f.lossScaleResult].dtype,
+                                 outs[f.lossScaleResult].data(), 0);
+      decisions.push_back(taken ? 1.0 : 0.0);
+    }
     log.step(step, loss, stepper.seconds(),
-             tokens ? double(tokens->globalCount) : -1.0);
+             tokens ? double(tokens->globalCount) : -1.0, scale, taken);
+  }
+  if (scaleArg >= 0) {
+    std::vector<double> all(decisions.size() * world);
+    checkRuntime(par_rt_gather_world(ctx, decisions.data(),
+                                     decisions.size() * sizeof(double),
+                                     all.data()),
+                 ctx, "gathering the step decisions");
+    if (rank == 0) {
+      for (int64_t r = 1; r < world; ++r)
+        for (size_t s = 0; s < decisions.size(); ++s)
+          if (all[r * decisions.size() + s] != all[s])
+            fatal("rank " + std::to_string(r) + " and rank 0 disagree on "
+                  "whether step " + std::to_string(s + 1) +
+                  " was taken (the all-finite decision must be global)");
+      printf("%s: loss scaling: all %lld ranks took the same step/skip "
+             "decision at every step\n",
+             toolName().c_str(), (long long)world);
+    }
+    log.lossScaleSummary(nextScale);
   }
   log.finish(toolName() + ": " + f.name + " on " + std::to_string(world) +
              " ranks, loss per step");

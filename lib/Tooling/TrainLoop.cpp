@@ -78,7 +78,8 @@ TrainLog::TrainLog(const TrainLogOptions &o, bool rank0)
   csv = fopen(o.lossCsv.c_str(), "w");
   if (!csv)
     fatal("cannot write '" + o.lossCsv + "': " + strerror(errno));
-  fprintf(csv, "step,loss,seconds\n");
+  fprintf(csv, o.lossScale ? "step,loss,seconds,scale,skipped\n"
+                           : "step,loss,seconds\n");
 }
 
 TrainLog::~TrainLog() {
@@ -86,9 +87,13 @@ TrainLog::~TrainLog() {
     fclose(csv);
 }
 
-void TrainLog::step(int64_t step, double loss, double seconds,
-                    double tokens) {
+void TrainLog::step(int64_t step, double loss, double seconds, double tokens,
+                    double scale, bool taken) {
   losses_.push_back(loss);
+  if (o.lossScale) {
+    skipped += !taken;
+    lastScale = scale;
+  }
   if (!printing)
     return;
   double done = par_rt_now_seconds() - start;
@@ -96,10 +101,31 @@ void TrainLog::step(int64_t step, double loss, double seconds,
          (long long)o.steps, loss, seconds);
   if (tokens >= 0)
     printf("  %.0f tokens/s", tokens / std::max(seconds, 1e-9));
+  if (o.lossScale)
+    printf("  scale %.6g%s  skipped %lld", scale,
+           taken ? "" : " (non-finite gradients: step skipped)",
+           (long long)skipped);
   printf("  %.1f s left\n", done / step * (o.steps - step));
   fflush(stdout);
-  if (csv)
-    fprintf(csv, "%lld,%.9g,%.6f\n", (long long)step, loss, done);
+  if (csv) {
+    fprintf(csv, "%lld,%.9g,%.6f", (long long)step, loss, done);
+    if (o.lossScale)
+      fprintf(csv, ",%.9g,%d", scale, taken ? 0 : 1);
+    fprintf(csv, "\n");
+  }
+}
+
+void TrainLog::lossScaleSummary(double nextScale) const {
+  if (!printing || !o.lossScale)
+    return;
+  printf("%s: loss scaling: %lld of %lld steps skipped (non-finite "
+         "gradients), loss scale now %.6g\n",
+         toolName().c_str(), (long long)skipped, (long long)losses_.size(),
+         nextScale);
+  if (o.minScale > 0 && nextScale <= o.minScale)
+    printf("%s: warning: the loss scale is at its minimum (%.6g): gradients "
+           "overflow even unscaled; the model or the learning rate diverges\n",
+           toolName().c_str(), o.minScale);
 }
 
 void TrainLog::finish(const std::string &title) {

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "par/Training/LossScale.h"
 #include "par/Training/Passes.h"
 
 #include <cmath>
@@ -116,7 +117,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     Location loc = fn.getLoc();
     SmallVector<SmallVector<Value>> out(m, SmallVector<Value>(args));
     for (auto [i, arg] : llvm::enumerate(args)) {
-      if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+      if (fn.getArgAttr(i, ParDialect::kParamAttrName) ||
+          fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
         continue;
       auto type = cast<RankedTensorType>(arg.getType());
       auto microType = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
@@ -293,6 +295,11 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       return fn.emitOpError("is a pipeline stage without par.stage_args or "
                             "its gradient (run par-pipeline-split, then "
                             "par-autodiff)");
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
+        return fn.emitOpError("has a loss scale: loss scaling of pipelined "
+                              "train steps is not supported yet (compile "
+                              "without stages, or with bf16 and no scaling)");
     if (clipNorm > 0)
       return fn.emitOpError("clip-norm needs the norm over all stages' "
                             "gradients, which pipelined updates do not "
@@ -385,6 +392,23 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     OpBuilder b(ctx);
     b.setInsertionPointAfter(grad);
 
+    // Loss scaling (par-loss-scale): f's scale argument is state too.
+    int64_t scaleIdx = -1;
+    LossScaleAttr lossScale;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (auto ls = fn.getArgAttrOfType<LossScaleAttr>(
+              i, ParDialect::kLossScaleAttrName)) {
+        scaleIdx = i;
+        lossScale = ls;
+      }
+    FlatSymbolRefAttr decisionMesh;
+    if (lossScale) {
+      FailureOr<FlatSymbolRefAttr> mesh = getDecisionMesh(module, fn);
+      if (failed(mesh))
+        return failure();
+      decisionMesh = *mesh;
+    }
+
     // Signature: f's arguments, then the state.
     unsigned statePerParam = stateKinds();
     SmallVector<Type> argTypes(fn.getArgumentTypes());
@@ -392,7 +416,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     // takes m of them: every data argument's dim 0 grows m-fold.
     if (microBatches > 1)
       for (auto [i, type] : llvm::enumerate(argTypes)) {
-        if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+        if (fn.getArgAttr(i, ParDialect::kParamAttrName) ||
+            fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
           continue;
         auto tt = dyn_cast<RankedTensorType>(type);
         if (!tt || tt.getRank() == 0 || tt.isDynamicDim(0))
@@ -412,8 +437,19 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     bool cosine = schedule == "cosine";
     // The step number t: AdamW's bias correction and the schedule need it.
     bool hasStep = adamw || cosine;
+    int64_t tIdx = hasStep ? (int64_t)argTypes.size() : -1;
     if (hasStep)
       argTypes.push_back(lossType);
+    // The scale state after the scale (an argument of f): the good-step
+    // count and the hysteresis tracker.
+    auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
+    int64_t goodIdx = -1, hystIdx = -1;
+    if (lossScale) {
+      goodIdx = argTypes.size();
+      argTypes.push_back(scalarF32);
+      hystIdx = argTypes.size();
+      argTypes.push_back(scalarF32);
+    }
     SmallVector<Type> resultTypes{lossType};
     for (unsigned p : params)
       resultTypes.push_back(fn.getArgumentTypes()[p]);
@@ -422,6 +458,10 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         resultTypes.push_back(fn.getArgumentTypes()[p]);
     if (hasStep)
       resultTypes.push_back(lossType);
+    // Then the next scale, good-step count and hysteresis tracker, and the
+    // all-finite flag (1: the step was taken).
+    if (lossScale)
+      resultTypes.append(4, scalarF32);
 
     std::string name = (fn.getName() + "_step").str();
     if (module.lookupSymbol(name))
@@ -432,16 +472,20 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     // Keep the user's shardings; state arguments share their parameter's.
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
       for (StringRef a : {ParDialect::kShardingAttrName,
-                          ParDialect::kInitAttrName})
+                          ParDialect::kInitAttrName,
+                          ParDialect::kLossScaleAttrName})
         if (Attribute s = fn.getArgAttr(i, a))
           step.setArgAttr(i, a, s);
-    // State starts at zero; the step number at one.
+    // State starts at zero; the step number at one; the hysteresis tracker
+    // at the policy's hysteresis.
     for (unsigned i = fn.getNumArguments(); i < argTypes.size(); ++i)
       step.setArgAttr(i, ParDialect::kInitAttrName,
-                      InitAttr::get(b.getContext(),
-                                    hasStep && i + 1 == argTypes.size()
-                                        ? InitKind::Ones
-                                        : InitKind::Zeros));
+                      (int64_t)i == hystIdx
+                          ? InitAttr::get(b.getContext(), InitKind::Fill,
+                                          (double)lossScale.getHysteresis())
+                          : InitAttr::get(b.getContext(),
+                                          (int64_t)i == tIdx ? InitKind::Ones
+                                                             : InitKind::Zeros));
     for (unsigned k = 0; k < statePerParam; ++k)
       for (auto [j, p] : llvm::enumerate(params))
         if (Attribute s = fn.getArgAttr(p, ParDialect::kShardingAttrName))
@@ -451,7 +495,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     b.setInsertionPointToStart(body);
     ValueRange args = body->getArguments();
     SmallVector<Value> newState;
-    Value t = hasStep ? args.back() : Value();
+    Value t = hasStep ? args[tIdx] : Value();
     SmallVector<Value> grads;
     Value loss;
     if (microBatches == 1) {
@@ -484,6 +528,17 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                     b.getI64IntegerAttr(microBatches));
     }
     SmallVector<Value> results{loss};
+
+    // Loss scaling: the gradients are of scale * loss. Unscale them (what
+    // clipping and the update see), then decide, over every device, whether
+    // all of them are finite.
+    Value finite;
+    if (lossScale) {
+      Value inv = buildReciprocal(b, loc, args[scaleIdx]);
+      for (Value &g : grads)
+        g = buildUnscale(b, loc, g, inv);
+      finite = AllFiniteOp::create(b, loc, scalarF32, grads, decisionMesh);
+    }
 
     // Clipping by the global norm: one scalar factor for all gradients.
     if (clipNorm > 0) {
@@ -559,6 +614,20 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       for (unsigned j = 0; j < params.size(); ++j)
         stateVals.push_back(args[fn.getNumArguments() + k * params.size() + j]);
     emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
+    if (lossScale) {
+      // A skipped step keeps parameters, state and step number, bit for bit.
+      SmallVector<Value> prev(paramVals);
+      llvm::append_range(prev, stateVals);
+      if (hasStep)
+        prev.push_back(t);
+      for (auto [k, p] : llvm::enumerate(prev))
+        results[1 + k] = buildSelectIfFinite(b, loc, finite, results[1 + k], p);
+      auto next = UpdateLossScaleOp::create(
+          b, loc, TypeRange{scalarF32, scalarF32, scalarF32}, args[scaleIdx],
+          args[goodIdx], args[hystIdx], finite, lossScale);
+      llvm::append_range(results, next.getResults());
+      results.push_back(finite);
+    }
     func::ReturnOp::create(b, loc, results);
 
     // Which result feeds which argument at the next step.
@@ -574,8 +643,16 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         feedback.push_back(fn.getNumArguments() + k * params.size() + j);
       }
     if (hasStep) {
-      feedback.push_back(next);
-      feedback.push_back(argTypes.size() - 1);
+      feedback.push_back(next++);
+      feedback.push_back(tIdx);
+    }
+    if (lossScale) {
+      for (int64_t a : {scaleIdx, goodIdx, hystIdx}) {
+        feedback.push_back(next++);
+        feedback.push_back(a);
+      }
+      step->setAttr(ParDialect::kLossScaleResultsAttrName,
+                    b.getDenseI64ArrayAttr({next - 3, next}));
     }
     step->setAttr(ParDialect::kFeedbackAttrName,
                   b.getDenseI64ArrayAttr(feedback));
@@ -583,6 +660,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     // logits function (for sampling from the trained step).
     fn->setAttr(ParDialect::kStepAttrName, FlatSymbolRefAttr::get(step));
     step->setAttr(ParDialect::kGradAttrName, FlatSymbolRefAttr::get(grad));
+    if (Attribute mp = fn->getAttr(ParDialect::kMixedPrecisionAttrName))
+      step->setAttr(ParDialect::kMixedPrecisionAttrName, mp);
     if (Attribute logits = fn->getAttr(ParDialect::kLogitsAttrName))
       step->setAttr(ParDialect::kLogitsAttrName, logits);
     return success();

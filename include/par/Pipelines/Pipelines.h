@@ -62,6 +62,35 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
       llvm::cl::desc("Op kinds that stay f32 under mixed precision "
                      "(matmul, elementwise, reduction, softmax; none)")};
 
+  inline static const LossScaleOptions kScale{};
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("none, static or dynamic loss scaling (par-loss-scale); "
+                     "auto (default): dynamic for f16, none otherwise (bf16 "
+                     "has f32's range)"),
+      llvm::cl::init("auto")};
+  Option<double> initScale{*this, "init-scale",
+                           llvm::cl::desc("The first step's loss scale"),
+                           llvm::cl::init(kScale.initScale)};
+  Option<double> growthFactor{*this, "growth-factor",
+                              llvm::cl::desc("Dynamic scaling: growth factor"),
+                              llvm::cl::init(kScale.growthFactor)};
+  Option<double> backoffFactor{
+      *this, "backoff-factor",
+      llvm::cl::desc("Dynamic scaling: back-off factor"),
+      llvm::cl::init(kScale.backoffFactor)};
+  Option<int64_t> growthInterval{
+      *this, "growth-interval",
+      llvm::cl::desc("Dynamic scaling: finite steps before growth"),
+      llvm::cl::init(kScale.growthInterval)};
+  Option<int64_t> hysteresis{
+      *this, "hysteresis",
+      llvm::cl::desc("Dynamic scaling: overflows tolerated before back-off"),
+      llvm::cl::init(kScale.hysteresis)};
+  Option<double> minScale{*this, "min-scale",
+                          llvm::cl::desc("Dynamic scaling: the minimum scale"),
+                          llvm::cl::init(kScale.minScale)};
+
   // Training.
   Option<std::string> optimizer{
       *this, "optimizer",

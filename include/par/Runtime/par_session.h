@@ -199,6 +199,12 @@ typedef struct par_function_info_t {
   const char *step;
   const char *update;
   const char *logits;
+  /* Mixed precision: "f16" or "bf16" (NULL: f32 as written). Loss scaling
+   * (a train step): the result with the next loss scale and the one with
+   * the all-finite flag (1: the step was taken, 0: skipped); -1 if none. */
+  const char *compute_type;
+  int64_t loss_scale_result, finite_result;
+  double min_loss_scale; /* the policy's minimum scale (0: none) */
 } par_function_info_t;
 
 void par_function_info(const par_function_t *function,

@@ -64,6 +64,11 @@ public:
   /// step's: the one it calls), the train step, a stage's update, the
   /// logits function.
   std::string grad, step, update, logits;
+  /// Mixed precision: "f16", "bf16" or "" (f32).
+  std::string computeType;
+  /// Loss scaling: the results with the next scale and the finite flag.
+  int64_t lossScaleResult = -1, finiteResult = -1;
+  double minLossScale = 0; // the policy's minimum scale (0: none given)
 
   int64_t devices() const;
   int64_t axisIndex(const std::string &axis) const;

@@ -15,6 +15,7 @@
 #include "par/Tooling/CharData.h"
 #include "par/Tooling/Function.h"
 
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -45,6 +46,8 @@ public:
   /// The last step's results and the time its call took.
   const std::vector<Buffer> &outputs() const { return outs; }
   double seconds() const { return lastSeconds; }
+  /// The argument buffer `i` the next step runs with.
+  const Buffer &argument(size_t i) const { return args[i]; }
 
 private:
   const Function &f;
@@ -69,6 +72,10 @@ struct TrainLogOptions {
   int64_t steps = 0;
   std::string lossCsv;  // "step,loss,seconds" per step (rank 0)
   std::string lossPlot; // an SVG at the end (rank 0)
+  // Loss scaling: the progress line and the CSV show each step's scale and
+  // whether it was skipped; the summary counts the skips.
+  bool lossScale = false;
+  double minScale = 0;  // the policy's minimum (0: unknown)
 };
 
 /// The training loop's record: every rank keeps the losses; rank 0 prints
@@ -78,8 +85,14 @@ public:
   TrainLog(const TrainLogOptions &o, bool rank0);
   ~TrainLog();
   /// One step's loss and time; `tokens` < 0 when there is no token count.
-  void step(int64_t step, double loss, double seconds, double tokens);
+  /// With loss scaling, `scale` is the scale the step ran with and `taken`
+  /// whether its gradients were finite (else it was skipped).
+  void step(int64_t step, double loss, double seconds, double tokens,
+            double scale = NAN, bool taken = true);
   void finish(const std::string &title);
+  /// Loss scaling: the skipped steps and the scale after the last step
+  /// (and a warning when it sits at the policy's minimum).
+  void lossScaleSummary(double nextScale) const;
   const std::vector<double> &losses() const { return losses_; }
 
 private:
@@ -88,6 +101,8 @@ private:
   FILE *csv = nullptr;
   double start;
   std::vector<double> losses_;
+  int64_t skipped = 0;
+  double lastScale = NAN;
 };
 
 } // namespace par::tooling

@@ -28,6 +28,11 @@ public:
 
   /// The value as an integer, if it is a number with an integer value.
   std::optional<int64_t> integer() const;
+  /// The value as a double, if it is a number.
+  std::optional<double> number() const {
+    return kind_ == Kind::Number ? std::optional<double>(number_)
+                                 : std::nullopt;
+  }
   /// The value as a string, if it is one.
   const std::string *string() const;
   /// The elements, if it is an array.

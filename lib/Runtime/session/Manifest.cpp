@@ -196,6 +196,25 @@ void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
       }
       spec.stageArgs.push_back(*i);
     }
+  if (const std::string *t = fv.getString(key::kComputeType)) {
+    if (*t != "f16" && *t != "bf16")
+      c.fail("bad compute_type '" + *t + "' in '" + name + "'");
+    spec.computeType = *t;
+  }
+  if (const JsonValue *ls = fv.getObject(key::kLossScale)) {
+    std::optional<int64_t> s = ls->getInteger(key::kLossScaleScale);
+    std::optional<int64_t> f = ls->getInteger(key::kLossScaleFinite);
+    if (!s || !f || *s < 0 || *f < 0 || *s >= (int64_t)spec.outputs.size() ||
+        *f >= (int64_t)spec.outputs.size())
+      c.fail("bad loss_scale in '" + name + "'");
+    else {
+      spec.lossScaleResult = *s;
+      spec.finiteResult = *f;
+      if (const JsonValue *m = ls->get(key::kLossScaleMin))
+        if (std::optional<double> v = m->number())
+          spec.minLossScale = *v;
+    }
+  }
   if (const JsonValue *roles = fv.getObject(key::kRoles))
     for (auto [role, dst] : {std::pair<const char *, std::string *>{
                                  key::kRoleGrad, &spec.grad},

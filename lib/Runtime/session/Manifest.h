@@ -46,6 +46,11 @@ struct FunctionSpec {
   std::vector<int64_t> stageArgs;
   /// Roles: the linked functions' names ("" when absent).
   std::string grad, step, update, logits;
+  /// Mixed precision: "f16", "bf16" or "".
+  std::string computeType;
+  /// Loss scaling: the results with the next scale and the finite flag.
+  int64_t lossScaleResult = -1, finiteResult = -1;
+  double minLossScale = 0;
 };
 
 struct StageSpec {

@@ -239,6 +239,10 @@ void par_function_info(const par_function_t *fn, par_function_info_t *out) {
   out->step = orNull(f.step);
   out->update = orNull(f.update);
   out->logits = orNull(f.logits);
+  out->compute_type = orNull(f.computeType);
+  out->loss_scale_result = f.lossScaleResult;
+  out->finite_result = f.finiteResult;
+  out->min_loss_scale = f.minLossScale;
 }
 
 par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,

@@ -192,6 +192,21 @@ struct FunctionWriter {
       entry[key::kMicroBatches] = m.getInt();
     if (auto k = fn->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName))
       entry[key::kStage] = k.getInt();
+    if (auto t =
+            fn->getAttrOfType<TypeAttr>(ParDialect::kMixedPrecisionAttrName))
+      entry[key::kComputeType] =
+          isa<BFloat16Type>(t.getValue()) ? "bf16" : "f16";
+    if (auto ls = fn->getAttrOfType<DenseI64ArrayAttr>(
+            ParDialect::kLossScaleResultsAttrName))
+    {
+      llvm::json::Object o{{key::kLossScaleScale, ls[0]},
+                           {key::kLossScaleFinite, ls[1]}};
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        if (auto p = fn.getArgAttrOfType<LossScaleAttr>(
+                i, ParDialect::kLossScaleAttrName))
+          o[key::kLossScaleMin] = p.getMinValue();
+      entry[key::kLossScale] = std::move(o);
+    }
     if (auto idx = fn->getAttrOfType<DenseI64ArrayAttr>(
             ParDialect::kStageArgsAttrName))
       entry[key::kStageArgs] = llvm::json::Array(idx.asArrayRef());

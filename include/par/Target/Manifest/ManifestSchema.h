@@ -12,7 +12,8 @@
 //                      "inputs": [tensor], "outputs": [tensor],
 //                      "roles"?: { "grad"?, "step"?, "update"?, "logits"? },
 //                      "feedback"?, "micro_batches"?, "stage"?,
-//                      "stage_args"? } ],
+//                      "stage_args"?, "compute_type"?,
+//                      "loss_scale"?: { "scale", "finite", "min"? } } ],
 //     "pipeline"?: { "func", "step"?, "logits"?, "axis", "schedule",
 //                    "backward", "p", "m", "v",
 //                    "stages": [ { "forward", "backward"?, "input_grad"?,
@@ -53,6 +54,13 @@ inline constexpr const char kFeedback[] = "feedback";
 inline constexpr const char kMicroBatches[] = "micro_batches";
 inline constexpr const char kStage[] = "stage";
 inline constexpr const char kStageArgs[] = "stage_args";
+// Mixed precision: the compute type ("f16", "bf16"); a train step's loss
+// scaling: the results holding the next scale and the all-finite flag.
+inline constexpr const char kComputeType[] = "compute_type";
+inline constexpr const char kLossScale[] = "loss_scale";
+inline constexpr const char kLossScaleScale[] = "scale";
+inline constexpr const char kLossScaleFinite[] = "finite";
+inline constexpr const char kLossScaleMin[] = "min";
 // A function's roles (each the name of another function in the manifest).
 inline constexpr const char kRoles[] = "roles";
 inline constexpr const char kRoleGrad[] = "grad";
