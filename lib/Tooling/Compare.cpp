@@ -27,6 +27,21 @@ double toleranceFor(double rtol, par_dtype_t dtype) {
   return rtol >= 0 ? rtol : defaultTolerance(dtype);
 }
 
+double toleranceFor(double rtol, par_dtype_t dtype,
+                    const std::string &computeType) {
+  if (rtol >= 0)
+    return rtol;
+  double t = defaultTolerance(dtype);
+  // A 16-bit computation in an f32 result: a different summation order in
+  // f32 may round a 16-bit value to the neighbouring one (one ulp: 2^-10
+  // relative for f16, 2^-7 for bf16); the defaults allow about that.
+  if (computeType == "f16")
+    return std::max(t, defaultTolerance(PAR_F16));
+  if (computeType == "bf16")
+    return std::max(t, defaultTolerance(PAR_BF16));
+  return t;
+}
+
 TensorDiff compareTensors(const Tensor &t, const void *actual,
                           const void *expected) {
   TensorDiff d;

@@ -622,7 +622,7 @@ int PipelineRun::verify() {
       runSteps(ref, in, o.train.steps, batches);
   printf("%s: verify against the unpipelined step (1 rank)\n",
          toolName().c_str());
-  double tol = toleranceFor(o.rtol, ref.outputs[0].dtype);
+  double tol = toleranceFor(o.rtol, ref.outputs[0].dtype, ref.computeType);
   return verifyLossTrajectory(log->losses(), refLosses, tol) ? 0 : 1;
 }
 

@@ -207,7 +207,7 @@ int ModuleRun::verify(const std::vector<Buffer> &globals) const {
   if (o.train.steps > 0) {
     std::vector<double> refLosses =
         runSteps(ref, refIn, o.train.steps, refBatches, &refOut);
-    double tol = toleranceFor(o.rtol, ref.outputs[0].dtype);
+    double tol = toleranceFor(o.rtol, ref.outputs[0].dtype, f.computeType);
     if (!verifyLossTrajectory(losses, refLosses, tol))
       status = 1;
   } else {
@@ -220,7 +220,7 @@ int ModuleRun::verify(const std::vector<Buffer> &globals) const {
   for (size_t k = 0; k < ref.outputs.size(); ++k) {
     const Tensor &t = ref.outputs[k];
     TensorDiff d = compareTensors(t, globals[k].data(), refOut[k].data());
-    if (!reportTensorDiff(k, t, d, toleranceFor(o.rtol, t.dtype),
+    if (!reportTensorDiff(k, t, d, toleranceFor(o.rtol, t.dtype, f.computeType),
                           o.train.steps))
       status = 1;
   }

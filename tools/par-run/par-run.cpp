@@ -49,7 +49,7 @@ void usage() {
           "default arg0,\n             arg1, i64 [batch, seq]) with random "
           "windows of FILE\n"
           "  --rtol X    verify tolerance (relative to the reference's largest "
-          "magnitude);\n             default 1e-5 for f32, 1e-12 for f64\n"
+          "magnitude);\n             default 1e-5 for f32, 1e-12 for f64, 1e-3 for f16, 1e-2 for\n             bf16 (and for f32 values of a mixed-precision program)\n"
           "  --steps N   train: run a train step (par-optimizer) N times, "
           "feeding\n             new parameters and state back, printing the "
           "loss\n"

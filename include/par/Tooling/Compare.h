@@ -13,6 +13,8 @@
 
 #include "par/Tooling/Function.h"
 
+#include <string>
+
 #include <vector>
 
 namespace par::tooling {
@@ -22,6 +24,10 @@ namespace par::tooling {
 double defaultTolerance(par_dtype_t dtype);
 /// `rtol` if it is >= 0, else the default for `dtype`.
 double toleranceFor(double rtol, par_dtype_t dtype);
+/// The same for a value computed in `computeType` ("f16", "bf16" or "":
+/// mixed precision) whatever its own dtype.
+double toleranceFor(double rtol, par_dtype_t dtype,
+                    const std::string &computeType);
 
 struct TensorDiff {
   double maxAbs = 0; // NaN if any element of either is NaN
