@@ -44,24 +44,38 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
     pm.addPass(createCommReport());
 }
 
-void mlir::par::buildPrecisionPhase(OpPassManager &pm,
-                                    const CompileOptions &options) {
-  if (options.precision == "f32")
-    return;
-  // On the whole unsharded forward, before the pipeline split (which then
-  // cuts 16-bit activations) and before autodiff (the casts' adjoints make
-  // the master weights' gradients f32).
-  MixedPrecisionOptions mp;
-  mp.computeType = options.precision;
-  mp.keep.assign(options.keep.begin(), options.keep.end());
-  pm.addPass(createMixedPrecision(mp));
-}
-
 /// The loss-scaling policy `options` asks for ("" for none).
 static std::string lossScalePolicy(const CompileOptions &options) {
   if (options.lossScale == "auto")
     return options.precision == "f16" ? "dynamic" : "";
   return options.lossScale == "none" ? "" : options.lossScale.getValue();
+}
+
+void mlir::par::buildPrecisionPhase(OpPassManager &pm,
+                                    const CompileOptions &options) {
+  // On the whole unsharded forward, before the pipeline split (which then
+  // cuts 16-bit activations) and before autodiff (the casts' adjoints make
+  // the master weights' gradients f32).
+  if (options.precision != "f32") {
+    MixedPrecisionOptions mp;
+    mp.computeType = options.precision;
+    mp.keep.assign(options.keep.begin(), options.keep.end());
+    pm.addPass(createMixedPrecision(mp));
+  }
+  // The loss scale seeds the backward (before autodiff) of the whole
+  // forward (before the split: only the last stage reads it).
+  std::string policy = lossScalePolicy(options);
+  if (policy.empty() || options.optimizer == "none")
+    return;
+  LossScaleOptions ls;
+  ls.policy = policy;
+  ls.initScale = options.initScale;
+  ls.growthFactor = options.growthFactor;
+  ls.backoffFactor = options.backoffFactor;
+  ls.growthInterval = options.growthInterval;
+  ls.hysteresis = options.hysteresis;
+  ls.minScale = options.minScale;
+  pm.addPass(createLossScale(ls));
 }
 
 void mlir::par::buildPipelineSplitPhase(OpPassManager &pm,
@@ -81,19 +95,6 @@ void mlir::par::buildTrainPhase(OpPassManager &pm,
                                 const CompileOptions &options) {
   if (options.optimizer == "none")
     return;
-  // The loss scale seeds the backward: before autodiff.
-  std::string policy = lossScalePolicy(options);
-  if (!policy.empty()) {
-    LossScaleOptions ls;
-    ls.policy = policy;
-    ls.initScale = options.initScale;
-    ls.growthFactor = options.growthFactor;
-    ls.backoffFactor = options.backoffFactor;
-    ls.growthInterval = options.growthInterval;
-    ls.hysteresis = options.hysteresis;
-    ls.minScale = options.minScale;
-    pm.addPass(createLossScale(ls));
-  }
   // Reverse mode on the unsharded program: the backward is sharded later
   // by the same propagation as the forward.
   pm.addPass(createAutodiff());

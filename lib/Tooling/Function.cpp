@@ -48,6 +48,7 @@ Tensor tensorFrom(const par_tensor_info_t &info) {
   t.partial.assign(info.partial_axes, info.partial_axes + info.num_partial);
   t.partialKind = info.partial_kind;
   t.init = info.init;
+  t.role = info.role ? info.role : "";
   t.globalCount = info.global_count;
   t.localCount = info.local_count;
   return t;

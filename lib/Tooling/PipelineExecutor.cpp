@@ -11,6 +11,7 @@
 #include "par/Tooling/PipelineExecutor.h"
 
 #include "par/Schedule/Schedule.h"
+#include "par/Target/Manifest/ManifestSchema.h"
 #include "par/Tooling/ChromeTrace.h"
 #include "par/Tooling/CharData.h"
 #include "par/Tooling/Compare.h"
@@ -119,6 +120,8 @@ private:
   void runTransfer(const pl::Action &a);
   void runUpdates();
   void trainStep(int64_t step);
+  double lossScale() const;
+  void checkDecisions();
   void reportStash();
   void sample();
   int verify();
@@ -140,6 +143,12 @@ private:
   std::map<Key, Buffer> acts, grads, stash, dyStash;
   std::list<Buffer> inFlight; // buffers of unfinished sends
   double lossSum = 0;
+  // Loss scaling: every stage update carries the scale state (identical on
+  // all ranks: the decision is global); the first local stage's is read.
+  bool scaling = false;
+  bool lastTaken = true;
+  double nextScale = NAN;
+  std::vector<double> decisions;
   size_t peakStash = 0, peakStashBytes = 0, stashBytes = 0;
   TraceRecorder trace;
 };
@@ -320,6 +329,16 @@ void PipelineRun::printHeader() {
 Buffer PipelineRun::dataArg(const Function &fs, size_t j, int64_t orig,
                             int64_t s, int64_t step, int64_t mb) {
   const Tensor &t = fs.inputs[j];
+  if (t.role == ::par::manifest::key::kRoleLossScale) {
+    // The loss scale the backward is seeded with: the train state's.
+    if (!scaling || t.globalCount != 1)
+      fatal("stage " + std::to_string(s) + " takes the loss scale (arg" +
+            std::to_string(orig) + "), but the stage updates carry no scale "
+            "state");
+    Buffer g = zeroBuffer(t.globalBytes());
+    par_dtype_store(t.dtype, g.data(), 0, lossScale());
+    return fs.scatter(PAR_INPUT, j, g);
+  }
   if (o.data.empty()) {
     // Row r of micro-batch mb is row r * m + mb of the step's argument.
     if ((size_t)orig >= stepSpec.inputs.size() || t.global.empty() ||
@@ -512,7 +531,43 @@ void PipelineRun::runUpdates() {
     }
     for (size_t k = 0; k < st.state.size(); ++k)
       memcpy(st.state[k].data(), outs[P + k].data(), st.state[k].size());
+    if (scaling && s == me) {
+      const Function &u = st.update;
+      lastTaken = par_dtype_load(u.outputs[u.finiteResult].dtype,
+                                 outs[u.finiteResult].data(), 0) > 0.5;
+      nextScale = par_dtype_load(u.outputs[u.lossScaleResult].dtype,
+                                 outs[u.lossScaleResult].data(), 0);
+    }
   }
+}
+
+/// The loss scale this step runs with (this rank's first stage's state).
+double PipelineRun::lossScale() const {
+  const StageProgram &st = stages[me];
+  size_t k = st.update.lossScaleResult - st.paramArgs.size();
+  return par_dtype_load(st.update.inputs[2 * st.paramArgs.size() + k].dtype,
+                        st.state[k].data(), 0);
+}
+
+/// Every rank took the same step-or-skip decisions (the all-finite check
+/// spans the mesh); rank 0 says so or fails.
+void PipelineRun::checkDecisions() {
+  std::vector<double> all(decisions.size() * world);
+  checkRuntime(par_rt_gather_world(ctx, decisions.data(),
+                                   decisions.size() * sizeof(double),
+                                   all.data()),
+               ctx, "gathering the step decisions");
+  if (rank != 0)
+    return;
+  for (int64_t r = 1; r < world; ++r)
+    for (size_t s = 0; s < decisions.size(); ++s)
+      if (all[r * decisions.size() + s] != all[s])
+        fatal("rank " + std::to_string(r) + " and rank 0 disagree on whether "
+              "step " + std::to_string(s + 1) + " was taken (the all-finite "
+              "decision must be global)");
+  printf("%s: loss scaling: all %lld ranks took the same step/skip decision "
+         "at every step\n",
+         toolName().c_str(), (long long)world);
 }
 
 void PipelineRun::trainStep(int64_t step) {
@@ -540,8 +595,11 @@ void PipelineRun::trainStep(int64_t step) {
   }
   checkRuntime(par_rt_wait_sends(ctx), ctx, "completing sends");
   inFlight.clear();
+  double scale = scaling ? lossScale() : NAN;
   double u0 = par_rt_now_seconds();
   runUpdates();
+  if (scaling)
+    decisions.push_back(lastTaken ? 1.0 : 0.0);
   if (tracing)
     trace.add("optimizer update", "update", u0 - t0, par_rt_now_seconds() - t0);
   double loss = lossSum / m;
@@ -549,7 +607,8 @@ void PipelineRun::trainStep(int64_t step) {
                "broadcasting the loss");
   log->step(step, loss, par_rt_now_seconds() - t0,
            o.data.empty() ? -1.0
-                          : double(stages[0].fwd.inputs[0].globalCount * m));
+                          : double(stages[0].fwd.inputs[0].globalCount * m),
+           scale, lastTaken);
 }
 
 /// Per pipeline rank: the most stage inputs held at once (activations in
@@ -637,10 +696,26 @@ int PipelineRun::run() {
     stepSpec = sharded.lookup(stepName());
   for (int64_t s = me; s < S; s += pipe.p)
     initStage(s);
-  log.emplace(o.train, rank == 0);
+  TrainLogOptions logOptions = o.train;
+  const Function &u0 = stages[me].update;
+  scaling = u0.lossScaleResult >= 0 && u0.finiteResult >= 0;
+  for (int64_t s = 0; s < S; ++s)
+    if ((stages[s].update.lossScaleResult >= 0) != scaling)
+      fatal("manifest: some pipeline stage updates carry a loss scale and "
+            "others do not");
+  if (scaling && pipe.v > 1)
+    fatal("loss scaling with interleaved stages (v > 1) is not supported: "
+          "each rank's updates would decide on part of the stages only");
+  logOptions.lossScale = scaling;
+  logOptions.minScale = u0.minLossScale;
+  log.emplace(logOptions, rank == 0);
   printHeader();
   for (int64_t step = 1; step <= o.train.steps; ++step)
     trainStep(step);
+  if (scaling) {
+    checkDecisions();
+    log->lossScaleSummary(nextScale);
+  }
   log->finish(toolName() + ": " + func + " pipelined on " +
              std::to_string(world) + " ranks, loss per step");
   reportStash();

@@ -144,6 +144,11 @@ struct LossScalePass : public mlir::par::impl::LossScaleBase<LossScalePass> {
       if (fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
         return fn.emitOpError() << "already has a loss scale (argument #" << i
                                 << "): par-loss-scale runs once";
+    if (fn->hasAttr(ParDialect::kStageAttrName))
+      return fn.emitOpError("is a pipeline stage: run par-loss-scale on the "
+                            "whole forward, before par-pipeline-split (the "
+                            "other stages' gradients are scaled through the "
+                            "last stage's)");
     auto lossType = fn.getNumResults() == 1
                         ? dyn_cast<RankedTensorType>(fn.getResultTypes()[0])
                         : RankedTensorType();

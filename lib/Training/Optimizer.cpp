@@ -295,11 +295,23 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       return fn.emitOpError("is a pipeline stage without par.stage_args or "
                             "its gradient (run par-pipeline-split, then "
                             "par-autodiff)");
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
-        return fn.emitOpError("has a loss scale: loss scaling of pipelined "
-                              "train steps is not supported yet (compile "
-                              "without stages, or with bf16 and no scaling)");
+    // Loss scaling: the policy is the split function's (only the last
+    // stage reads the scale, but every stage's gradients are scaled).
+    LossScaleAttr lossScale;
+    if (auto pipe =
+            module->getAttrOfType<PipelineAttr>(ParDialect::kPipelineAttrName))
+      if (auto split = module.lookupSymbol<func::FuncOp>(pipe.getFunc()))
+        for (unsigned i = 0; i < split.getNumArguments(); ++i)
+          if (auto ls = split.getArgAttrOfType<LossScaleAttr>(
+                  i, ParDialect::kLossScaleAttrName))
+            lossScale = ls;
+    FlatSymbolRefAttr decisionMesh;
+    if (lossScale) {
+      FailureOr<FlatSymbolRefAttr> mesh = getDecisionMesh(module, fn);
+      if (failed(mesh))
+        return failure();
+      decisionMesh = *mesh;
+    }
     if (clipNorm > 0)
       return fn.emitOpError("clip-norm needs the norm over all stages' "
                             "gradients, which pipelined updates do not "
@@ -321,6 +333,14 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     if (hasStep) {
       types.push_back(lossType);
       resultTypes.push_back(lossType);
+    }
+    // The scale state after the optimizer's (fed back like it: result
+    // P + i is state argument 2P + i), then the all-finite flag.
+    auto scalarF32 = RankedTensorType::get({}, Float32Type::get(&getContext()));
+    unsigned scaleArg = types.size();
+    if (lossScale) {
+      types.append(3, scalarF32);
+      resultTypes.append(4, scalarF32);
     }
     std::string name = (fn.getName() + "_update").str();
     if (module.lookupSymbol(name))
@@ -351,8 +371,23 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                                sharding);
     }
     if (hasStep)
-      update.setArgAttr(types.size() - 1, ParDialect::kInitAttrName,
+      update.setArgAttr(scaleArg - 1, ParDialect::kInitAttrName,
                         InitAttr::get(b.getContext(), InitKind::Ones));
+    if (lossScale) {
+      MLIRContext *ctx = b.getContext();
+      update.setArgAttr(scaleArg, ParDialect::kLossScaleAttrName, lossScale);
+      update.setArgAttr(scaleArg, ParDialect::kInitAttrName,
+                        InitAttr::get(ctx, InitKind::Fill,
+                                      lossScale.getInitValue()));
+      update.setArgAttr(scaleArg + 1, ParDialect::kInitAttrName,
+                        InitAttr::get(ctx, InitKind::Zeros));
+      update.setArgAttr(scaleArg + 2, ParDialect::kInitAttrName,
+                        InitAttr::get(ctx, InitKind::Fill,
+                                      (double)lossScale.getHysteresis()));
+      int64_t scaleResult = scaleArg - P;
+      update->setAttr(ParDialect::kLossScaleResultsAttrName,
+                      b.getDenseI64ArrayAttr({scaleResult, scaleResult + 3}));
+    }
     update->setAttr(ParDialect::kStageAttrName,
                     fn->getAttr(ParDialect::kStageAttrName));
     update->setAttr(ParDialect::kStageArgsAttrName,
@@ -364,11 +399,34 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     SmallVector<Value> grads(args.slice(P, P));
     if (microBatches > 1)
       averageOverMicroBatches(b, loc, grads);
-    Value t = hasStep ? args.back() : Value();
+    Value t = hasStep ? args[scaleArg - 1] : Value();
+    Value finite;
+    if (lossScale) {
+      // The decision spans every stage: all_finite reduces over every mesh
+      // axis, the pipeline's included, and every rank runs its stage's
+      // update at the end of the step.
+      Value inv = buildReciprocal(b, loc, args[scaleArg]);
+      for (Value &g : grads)
+        g = buildUnscale(b, loc, g, inv);
+      finite = AllFiniteOp::create(b, loc, scalarF32, grads, decisionMesh);
+    }
     SmallVector<Value> results;
     SmallVector<Value> paramVals(args.take_front(P)),
         stateVals(args.slice(2 * P, K * P));
     emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
+    if (lossScale) {
+      SmallVector<Value> prev(paramVals);
+      llvm::append_range(prev, stateVals);
+      if (hasStep)
+        prev.push_back(t);
+      for (auto [k, p] : llvm::enumerate(prev))
+        results[k] = buildSelectIfFinite(b, loc, finite, results[k], p);
+      auto next = UpdateLossScaleOp::create(
+          b, loc, TypeRange{scalarF32, scalarF32, scalarF32}, args[scaleArg],
+          args[scaleArg + 1], args[scaleArg + 2], finite, lossScale);
+      llvm::append_range(results, next.getResults());
+      results.push_back(finite);
+    }
     func::ReturnOp::create(b, loc, results);
     return success();
   }

@@ -230,6 +230,9 @@ typedef struct par_tensor_info_t {
   /* The program's initialiser (par.init): "", "zeros", "ones" or
    * "uniform:<scale>" (the manifest's spelling, ManifestSchema.h). */
   const char *init;
+  /* The input's role: "" or "loss_scale" (the train state's loss scale, fed
+   * by the driver; par-loss-scale). */
+  const char *role;
 } par_tensor_info_t;
 
 par_status_t par_function_tensor(const par_function_t *function, par_io_t io,

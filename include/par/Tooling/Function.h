@@ -36,6 +36,7 @@ struct Tensor {
   std::vector<int64_t> partial;           // mesh axes holding partial sums
   par_reduction_t partialKind = PAR_SUM;
   std::string init;
+  std::string role; // "" or "loss_scale"
   int64_t globalCount = 1, localCount = 1;
 
   int64_t localBytes() const { return localCount * elementSize; }

@@ -134,6 +134,11 @@ TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
     parseSharding(*sh, f, t, c);
   if (const std::string *init = v.getString(key::kInit))
     t.init = *init;
+  if (const std::string *role = v.getString(key::kRole)) {
+    if (*role != key::kRoleLossScale)
+      c.fail(what + " has an unknown role '" + *role + "'");
+    t.role = *role;
+  }
   if (t.dimAxisCounts.size() != t.global.size() ||
       t.local.size() != t.global.size())
     c.fail(what + " has inconsistent ranks");

@@ -26,6 +26,7 @@ struct TensorSpec {
   std::vector<int64_t> partial;
   par_reduction_t partialKind = PAR_SUM;
   std::string init;
+  std::string role; // "" or "loss_scale"
   int64_t globalCount = 1, localCount = 1;
 
   /// The mesh axes splitting dimension `d`, major first.

@@ -262,6 +262,7 @@ par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,
   out->partial_axes = t->partial.data();
   out->partial_kind = t->partialKind;
   out->init = t->init.c_str();
+  out->role = t->role.c_str();
   return PAR_OK;
 }
 

@@ -141,6 +141,9 @@ struct FunctionWriter {
               fn.getArgAttrOfType<InitAttr>(i, ParDialect::kInitAttrName))
         if (auto *o = inputs.back().getAsObject())
           (*o)[key::kInit] = initString(init);
+      if (fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
+        if (auto *o = inputs.back().getAsObject())
+          (*o)[key::kRole] = key::kRoleLossScale;
     }
     return inputs;
   }

@@ -19,7 +19,7 @@
 //                    "stages": [ { "forward", "backward"?, "input_grad"?,
 //                                  "weight_grad"?, "update"? } ],
 //                    "programs": [ [action] ] } }
-//   tensor = { "dtype", "global_shape", "local_shape", "init"?,
+//   tensor = { "dtype", "global_shape", "local_shape", "init"?, "role"?,
 //              "sharding": {"dims", "partial", "partial_kind"} }
 //   action = { "op", "mb", "stage", "peer"? }   (peer: transfers only)
 //
@@ -75,6 +75,10 @@ inline constexpr const char kDtype[] = "dtype";
 inline constexpr const char kGlobalShape[] = "global_shape";
 inline constexpr const char kLocalShape[] = "local_shape";
 inline constexpr const char kInit[] = "init";
+// An input's role (absent: none): "loss_scale", the loss scale a driver
+// feeds from the train state (par-loss-scale).
+inline constexpr const char kRole[] = "role";
+inline constexpr const char kRoleLossScale[] = "loss_scale";
 inline constexpr const char kSharding[] = "sharding";
 inline constexpr const char kDims[] = "dims";
 inline constexpr const char kPartial[] = "partial";

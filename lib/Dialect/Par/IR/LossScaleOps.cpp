@@ -39,8 +39,6 @@ LossScaleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult AllFiniteOp::verify() {
-  if (getInputs().empty())
-    return emitOpError("needs at least one input");
   for (auto [i, v] : llvm::enumerate(getInputs()))
     if (!isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
       return emitOpError() << "input #" << i

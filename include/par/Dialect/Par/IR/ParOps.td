@@ -400,7 +400,9 @@ def Par_AllFiniteOp : Par_Op<"all_finite",
     (data, tensor and pipeline parallel) included, so that every rank takes
     the same step-or-skip decision: par-partition makes it the local check
     followed by a `min` all_reduce over every mesh axis. Without a mesh it
-    is the check of this device's values.
+    is the check of this device's values. With no inputs (a pipeline stage
+    without parameters) it is 1 here, and still takes part in the mesh-wide
+    decision.
 
     ```mlir
     %ok = par.all_finite %g0, %g1 over @mesh : tensor<16x32xf32>, tensor<32xf32>
