@@ -115,6 +115,19 @@ struct PipelineSchedulePass
                          << ")";
       return signalPassFailure();
     }
+    // Loss scaling: each rank runs its stages' updates one after another,
+    // each deciding with one mesh-wide all_reduce; with v > 1 a decision
+    // would cover only the stages that happen to share an update slot.
+    if (auto splitFn = dyn_cast_or_null<FunctionOpInterface>(split);
+        virtualStages > 1 && splitFn)
+      for (unsigned i = 0; i < splitFn.getNumArguments(); ++i)
+        if (splitFn.getArgAttr(i, ParDialect::kLossScaleAttrName)) {
+          splitFn.emitOpError("has a loss scale: interleaved stages "
+                            "(virtual-stages > 1) cannot take one global "
+                            "step-or-skip decision yet; use v = 1 (1f1b, "
+                            "gpipe, zbh1) or no loss scaling (bf16)");
+          return signalPassFailure();
+        }
     config.shape.p = p;
     config.shape.m = m;
     config.shape.v = virtualStages;
