@@ -209,3 +209,29 @@ func.func @swapped_not_gemm(%w: memref<16x8xf32>, %dy: memref<4x8xf32>, %dx: mem
   }
   return
 }
+
+// Tests mixed precision's contractions: a named matmul with bf16 inputs
+// and an f32 accumulator, and a generic that widens its f16 input in the
+// body (an input gradient: f32 dy times a 16-bit weight, whose inputs swap
+// roles) call the mixed kernel with each input's dtype code (f32 = 0,
+// f16 = 2, bf16 = 3); a 16-bit accumulator stays a loop.
+// CHECK-LABEL: func.func @mixed
+// CHECK:         call @par_rt_k_batch_matmul_mixed(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64{{(_[0-9]+)?}}, %c8_i64{{(_[0-9]+)?}}, %c16_i64{{(_[0-9]+)?}}, %c4_i64{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %c3_i32{{(_[0-9]+)?}}, %c3_i32{{(_[0-9]+)?}}, %c1_i32{{(_[0-9]+)?}})
+// CHECK:         call @par_rt_k_batch_matmul_mixed(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64{{(_[0-9]+)?}}, %c4_i64{{(_[0-9]+)?}}, %c16_i64{{(_[0-9]+)?}}, %c8_i64{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %c1_i32{{(_[0-9]+)?}}, %c0_i32{{(_[0-9]+)?}}, %c2_i32{{(_[0-9]+)?}}, %c1_i32{{(_[0-9]+)?}})
+// CHECK:         linalg.matmul ins(%arg7
+// CHECK-NOT:     call @par_rt_k_batch_matmul_mixed
+func.func @mixed(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<8x16xf32>,
+                 %w: memref<16x8xf16>, %dy: memref<4x8xf32>, %dx: memref<4x16xf32>,
+                 %h: memref<8x16xf16>, %ha: memref<8x4xf16>, %hb: memref<4x16xf16>) {
+  linalg.matmul ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#wt2, #dy2, #dx2], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %dy : memref<16x8xf16>, memref<4x8xf32>) outs(%dx : memref<4x16xf32>) {
+  ^bb0(%x: f16, %y: f32, %acc: f32):
+    %xe = arith.extf %x : f16 to f32
+    %p = arith.mulf %xe, %y : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  linalg.matmul ins(%ha, %hb : memref<8x4xf16>, memref<4x16xf16>) outs(%h : memref<8x16xf16>)
+  return
+}

@@ -83,6 +83,15 @@ void par_rt_k_batch_matmul(int64_t a, int64_t b, int64_t c, int64_t batch,
                            int64_t M, int64_t N, int64_t K, int32_t trans_a,
                            int32_t trans_b, int32_t dtype, int32_t accumulate);
 
+/* The same with f32 C and A, B each of dtype_a, dtype_b (f32, f16 or bf16):
+ * mixed precision's 16-bit operands with f32 accumulation. 16-bit inputs
+ * are widened exactly to f32 and the f32 GEMM runs (CPU backend only). */
+void par_rt_k_batch_matmul_mixed(int64_t a, int64_t b, int64_t c,
+                                 int64_t batch, int64_t M, int64_t N,
+                                 int64_t K, int32_t trans_a, int32_t trans_b,
+                                 int32_t dtype_a, int32_t dtype_b,
+                                 int32_t accumulate);
+
 /* MLIR's strided memref copy, which finalize-memref-to-llvm emits for
  * copies between non-contiguous memrefs, with the C signature of MLIR's
  * CRunnerUtils (so compiled programs need no MLIR library at run time).

@@ -2,7 +2,10 @@
 //
 // The BLAS path: buffer-level f32/f64 matmuls call the runtime, which hands
 // them to OpenBLAS (CPU) or cuBLAS (CUDA). Everything else about the op is
-// already known statically, so the call takes only scalars.
+// already known statically, so the call takes only scalars. Mixed-precision
+// contractions (f16/bf16 inputs, widened in the body, an f32 accumulator)
+// call par_rt_k_batch_matmul_mixed: the runtime widens the inputs exactly
+// and runs the f32 GEMM, the same products and f32 sums as the loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +44,19 @@ struct BatchGemm {
   int64_t batch = 1, M = 0, N = 0, K = 0;
   bool transA = false, transB = false;
   bool swapped = false;
+  /// Some input is 16-bit (widened to the accumulator's f32 in the body).
+  bool mixed = false;
 };
+
+bool isHalf(Type t) { return t.isF16() || t.isBF16(); }
+
+/// `v` is block argument `arg`, or its extf to the accumulator's type.
+bool isArgOrWidened(Value v, BlockArgument arg) {
+  if (v == arg)
+    return true;
+  auto ext = v.getDefiningOp<arith::ExtFOp>();
+  return ext && ext.getIn() == arg;
+}
 
 std::optional<BatchGemm> matchBatchGemm(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
@@ -50,27 +65,36 @@ std::optional<BatchGemm> matchBatchGemm(linalg::GenericOp op) {
   for (Value v : op->getOperands())
     if (!isContiguousStatic(v, /*rank=*/-1))
       return std::nullopt;
-  Type elt = cast<MemRefType>(op->getOperand(0).getType()).getElementType();
-  if ((!elt.isF32() && !elt.isF64()) ||
-      !llvm::all_of(op->getOperands(), [&](Value v) {
-        return cast<MemRefType>(v.getType()).getElementType() == elt;
-      }))
+  Type elt = cast<MemRefType>(op->getOperand(2).getType()).getElementType();
+  if (!elt.isF32() && !elt.isF64())
     return std::nullopt;
-  // Body: yield acc + a * b.
+  // Inputs of the accumulator's type, or 16-bit ones widened to f32.
+  bool mixed = false;
+  for (Value v : op.getDpsInputs()) {
+    Type t = cast<MemRefType>(v.getType()).getElementType();
+    if (t == elt)
+      continue;
+    if (!isHalf(t) || !elt.isF32())
+      return std::nullopt;
+    mixed = true;
+  }
+  // Body: yield acc + a * b (a and b possibly widened first).
   Block *body = op.getBody();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add || body->getOperations().size() != 3)
+  size_t widened = llvm::count_if(body->without_terminator(), [](Operation &o) {
+    return isa<arith::ExtFOp>(o);
+  });
+  if (!add || body->getOperations().size() != 3 + widened)
     return std::nullopt;
   Value acc = body->getArgument(2);
   Value prod = add.getLhs() == acc ? add.getRhs() : add.getLhs();
   auto mul = prod.getDefiningOp<arith::MulFOp>();
   if (!mul || (add.getLhs() != acc && add.getRhs() != acc))
     return std::nullopt;
-  if (!((mul.getLhs() == body->getArgument(0) &&
-         mul.getRhs() == body->getArgument(1)) ||
-        (mul.getLhs() == body->getArgument(1) &&
-         mul.getRhs() == body->getArgument(0))))
+  BlockArgument x = body->getArgument(0), y = body->getArgument(1);
+  if (!((isArgOrWidened(mul.getLhs(), x) && isArgOrWidened(mul.getRhs(), y)) ||
+        (isArgOrWidened(mul.getLhs(), y) && isArgOrWidened(mul.getRhs(), x))))
     return std::nullopt;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   auto dims = [](AffineMap m) {
@@ -104,6 +128,7 @@ std::optional<BatchGemm> matchBatchGemm(linalg::GenericOp op) {
       llvm::SmallDenseSet<int64_t>(c.begin(), c.end()).size() != c.size())
     return std::nullopt;
   BatchGemm g;
+  g.mixed = mixed;
   // A is the input that carries m; when only input 1 does, the inputs swap
   // roles (valid because the body commutes, checked above).
   auto carries = [&](ArrayRef<int64_t> d, int64_t dim) {
@@ -144,11 +169,13 @@ struct MatmulToRuntimePass
       if (!llvm::all_of(op->getOperands(),
                         [](Value v) { return isContiguousStatic(v); }))
         return;
-      Type elt = cast<MemRefType>(op->getOperand(0).getType()).getElementType();
+      Type elt = cast<MemRefType>(op->getOperand(2).getType()).getElementType();
       if (!elt.isF32() && !elt.isF64())
         return;
-      if (!llvm::all_of(op->getOperands(), [&](Value v) {
-            return cast<MemRefType>(v.getType()).getElementType() == elt;
+      // Inputs of the accumulator's type, or 16-bit ones into f32.
+      if (!llvm::all_of(op.getInputs(), [&](Value v) {
+            Type t = cast<MemRefType>(v.getType()).getElementType();
+            return t == elt || (isHalf(t) && elt.isF32());
           }))
         return;
       matmuls.push_back(op);
@@ -167,9 +194,23 @@ struct MatmulToRuntimePass
       auto i32 = [&](int64_t v) {
         return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
       };
-      Type elt = cast<MemRefType>(op->getOperand(0).getType()).getElementType();
+      Type elt = cast<MemRefType>(op->getOperand(2).getType()).getElementType();
       Value lhs = op.getDpsInputOperand(g.swapped ? 1 : 0)->get();
       Value rhs = op.getDpsInputOperand(g.swapped ? 0 : 1)->get();
+      auto dtypeOf = [&](Value v) {
+        return i32(*getRuntimeDType(cast<MemRefType>(v.getType()).getElementType()));
+      };
+      if (g.mixed) {
+        emitRuntimeCall(b, loc, op, "par_rt_k_batch_matmul_mixed",
+                        {emitBufferAddress(b, loc, lhs),
+                         emitBufferAddress(b, loc, rhs),
+                         emitBufferAddress(b, loc, op->getOperand(2)),
+                         i64(g.batch), i64(g.M), i64(g.N), i64(g.K),
+                         i32(g.transA), i32(g.transB), dtypeOf(lhs),
+                         dtypeOf(rhs), i32(/*accumulate=*/1)});
+        op.erase();
+        continue;
+      }
       emitRuntimeCall(b, loc, op, "par_rt_k_batch_matmul",
                       {emitBufferAddress(b, loc, lhs),
                        emitBufferAddress(b, loc, rhs),
@@ -193,6 +234,18 @@ struct MatmulToRuntimePass
       auto i32 = [&](int64_t v) {
         return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
       };
+      Type ta = at.getElementType(),
+           tb = cast<MemRefType>(bm.getType()).getElementType();
+      if (ta != ct.getElementType() || tb != ct.getElementType()) {
+        emitRuntimeCall(b, loc, op, "par_rt_k_batch_matmul_mixed",
+                        {emitBufferAddress(b, loc, a),
+                         emitBufferAddress(b, loc, bm),
+                         emitBufferAddress(b, loc, c), i64(1), i64(M), i64(N),
+                         i64(K), i32(0), i32(0), i32(*getRuntimeDType(ta)),
+                         i32(*getRuntimeDType(tb)), i32(/*accumulate=*/1)});
+        op.erase();
+        continue;
+      }
       emitRuntimeCall(b, loc, op, "par_rt_k_matmul",
                       {emitBufferAddress(b, loc, a),
                        emitBufferAddress(b, loc, bm),

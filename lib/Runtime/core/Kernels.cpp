@@ -308,6 +308,39 @@ PAR_RT_EXPORT void par_rt_k_matmul(int64_t a, int64_t b, int64_t c, int64_t M,
                                dtype, accumulate));
 }
 
+PAR_RT_EXPORT void par_rt_k_batch_matmul_mixed(
+    int64_t a, int64_t b, int64_t c, int64_t batch, int64_t M, int64_t N,
+    int64_t K, int32_t transA, int32_t transB, int32_t dtypeA, int32_t dtypeB,
+    int32_t accumulate) {
+  KernelCall k("batch_matmul_mixed", /*needsMesh=*/false);
+  if (!k.ops().batch_matmul)
+    k.fail(std::string("not available on the ") + k.ops().name +
+           " backend (the compiler emits it only for CPU programs)");
+  for (int32_t d : {dtypeA, dtypeB})
+    if (d != PAR_F32 && d != PAR_F16 && d != PAR_BF16)
+      k.fail("inputs must be f32, f16 or bf16");
+  k.checkSizes({{"batch", batch}, {"M", M}, {"N", N}, {"K", K}});
+  k.checkBuffer("a", a, k.mul({batch, M, K, k.elementSize(dtypeA)}));
+  k.checkBuffer("b", b, k.mul({batch, K, N, k.elementSize(dtypeB)}));
+  k.checkBuffer("c", c, k.mul({batch, M, N, 4}));
+  // Widening is exact: the f32 GEMM forms the same products as the loop.
+  auto widen = [](int32_t dtype, const void *p, int64_t n,
+                  std::vector<float> &out) -> const void * {
+    if (dtype == PAR_F32)
+      return p;
+    out.resize(n);
+    const uint16_t *h = static_cast<const uint16_t *>(p);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = dtype == PAR_BF16 ? bf16ToFloat(h[i]) : halfToFloat(h[i]);
+    return out.data();
+  };
+  std::vector<float> wa, wb;
+  const void *pa = widen(dtypeA, ptr(a), batch * M * K, wa);
+  const void *pb = widen(dtypeB, ptr(b), batch * K * N, wb);
+  k.finishLocal(k.ops().batch_matmul(k.state(), pa, pb, ptr(c), batch, M, N,
+                                     K, transA, transB, PAR_F32, accumulate));
+}
+
 PAR_RT_EXPORT void par_rt_k_batch_matmul(int64_t a, int64_t b, int64_t c,
                                          int64_t batch, int64_t M, int64_t N,
                                          int64_t K, int32_t transA,

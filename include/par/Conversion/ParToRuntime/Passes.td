@@ -38,7 +38,10 @@ def MatmulToRuntime : Pass<"par-matmul-to-runtime", "ModuleOp"> {
     reduction loop, leading batch loops shared by all three operands, each
     operand's last two dims a possibly transposed matrix) becomes
     `par_rt_k_batch_matmul` (attention's QK^T and PV, generalized matmuls).
-    Other contractions are left for loop lowering.
+    Mixed precision's contractions (f16/bf16 inputs, widened with
+    `arith.extf` in a generic's body, into an f32 accumulator) become
+    `par_rt_k_batch_matmul_mixed`, which widens the inputs exactly and runs
+    the f32 GEMM. Other contractions are left for loop lowering.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",
