@@ -38,6 +38,10 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
   // Cleanup: fold what partitioning left (e.g. casts, duplicate constants).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Mixed precision's data-parallel gradients in 16 bits, if asked: on the
+  // partitioned program, where the reductions are.
+  if (options.gradReduce == "compute")
+    pm.addPass(createGradientReducePrecision());
   // The stage's contract.
   pm.addPass(createVerifySPMD());
   if (options.report)
@@ -134,6 +138,7 @@ BackendOptions mlir::par::getBackendOptions(const CompileOptions &options) {
   b.reference = options.reference;
   b.manifest = options.manifest;
   b.report = options.commReport;
+  b.gradReduce = options.gradReduce;
   return b;
 }
 
@@ -142,6 +147,7 @@ void mlir::par::buildSPMDPhase(OpPassManager &pm,
   if (!options.reference) {
     SPMDPipelineOptions spmd;
     spmd.report = options.report;
+    spmd.gradReduce = options.gradReduce;
     buildSPMDPipeline(pm, spmd);
     return;
   }

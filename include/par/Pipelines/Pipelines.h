@@ -36,6 +36,11 @@ namespace mlir::par {
 /// Options of `par-spmd`.
 struct SPMDPipelineOptions
     : public PassPipelineOptions<SPMDPipelineOptions> {
+  Option<std::string> gradReduce{
+      *this, "grad-reduce",
+      llvm::cl::desc("Mixed precision: the type of the data-parallel "
+                     "gradient reduction, f32 (default) or compute"),
+      llvm::cl::init("f32")};
   Option<bool> report{*this, "report",
                       llvm::cl::desc("Print the communication report"),
                       llvm::cl::init(false)};
@@ -56,6 +61,12 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
       *this, "precision",
       llvm::cl::desc("f32 (as given), f16 or bf16: compute type of "
                      "par-mixed-precision, master weights stay f32"),
+      llvm::cl::init("f32")};
+  Option<std::string> gradReduce{
+      *this, "grad-reduce",
+      llvm::cl::desc("Mixed precision: reduce data-parallel gradients in f32 "
+                     "(default, Megatron's) or in the compute type (half "
+                     "the bytes, as DDP's fp16/bf16 hooks)"),
       llvm::cl::init("f32")};
   ListOption<std::string> keep{
       *this, "keep",
@@ -177,6 +188,7 @@ struct BackendOptions {
   bool reference = false;   // strip shardings instead of partitioning
   std::string manifest;     // manifest path ("" = none)
   bool report = false;      // communication report
+  std::string gradReduce = "f32"; // or "compute" (mixed precision)
 };
 
 /// The back half's options as `options` states them.

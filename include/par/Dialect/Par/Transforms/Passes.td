@@ -25,6 +25,34 @@ def SplitConstants : Pass<"par-split-constants", "ModuleOp"> {
   ];
 }
 
+def GradientReducePrecision : Pass<"par-gradient-reduce-precision", "ModuleOp"> {
+  let summary = "Reduces mixed precision's data-parallel gradients in 16 bits";
+  let description = [{
+    Runs on the partitioned program. In a mixed-precision program
+    (`par.mixed_precision` on the forward) the gradients of the f32 master
+    weights are reduced over the data-parallel axes in f32 (Megatron's
+    accumulate-allreduce-grads-in-fp32, par's default). This pass makes
+    those reductions run in the compute type, as PyTorch DDP's fp16/bf16
+    compression hooks do: each device rounds its partial gradient, the
+    all_reduce moves half the bytes, the sum is widened back. Rewritten: in
+    each gradient function (the forward's `par.grad`), every f32 sum
+    `par.all_reduce` of rank >= 1 whose axes all split dim 0 of the
+    forward's data arguments. The loss and other scalars stay f32.
+
+    ```mlir
+    %g = par.all_reduce %p on @mesh axes = ["dp"] kind = sum : tensor<16x64xf32>
+    // => %h = truncf(%p) : bf16; %r = par.all_reduce %h ... : tensor<16x64xbf16>
+    //    %g = extf(%r)
+    ```
+  }];
+  let statistics = [
+    Statistic<"numRewritten", "rewritten", "All-reduces moved to 16 bits">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def ShardingPropagation : Pass<"par-sharding-propagation", "ModuleOp"> {
   let summary = "Propagates mesh shardings to every tensor in the module";
   let description = [{

@@ -1,0 +1,116 @@
+//===- GradientReducePrecision.cpp - par-gradient-reduce-precision --------===//
+//
+// In a mixed-precision program the gradients of the f32 master weights are
+// reduced over the data-parallel axes in f32 (Megatron's
+// accumulate-allreduce-grads-in-fp32). With this pass they are reduced in
+// the compute type instead, as PyTorch DDP's fp16/bf16 compression hooks
+// do: each device rounds its partial gradient to 16 bits, the all_reduce
+// moves half the bytes (the runtime sums in f32 and rounds once, the same
+// on every rank), and the sum is widened back. Runs on the partitioned
+// program. The gradient functions are the ones a forward links by
+// `par.grad` whose forward has `par.mixed_precision`; the data-parallel
+// axes are those splitting dim 0 of the forward's data arguments (not
+// parameters, not the loss scale); the reductions rewritten are the f32 sum
+// all_reduces of rank >= 1 over data-parallel axes only (scalars such as
+// the loss stay f32).
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Dialect/Par/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringSet.h"
+
+#define DEBUG_TYPE "par-gradient-reduce-precision"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_GRADIENTREDUCEPRECISION
+#include "par/Dialect/Par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+
+/// `v` converted elementwise to element type `elt`.
+Value convert(OpBuilder &b, Location loc, Value v, Type elt) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t r = type.getRank();
+  auto from = cast<FloatType>(type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type.clone(elt)}, ValueRange{v},
+             ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(), elt)},
+             SmallVector<AffineMap>(2, b.getMultiDimIdentityMap(r)),
+             SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value c =
+                   cast<FloatType>(elt).getWidth() < from.getWidth()
+                       ? arith::TruncFOp::create(nb, l, elt, a[0]).getResult()
+                       : arith::ExtFOp::create(nb, l, elt, a[0]).getResult();
+               linalg::YieldOp::create(nb, l, c);
+             })
+      .getResult(0);
+}
+
+struct GradientReducePrecisionPass
+    : public mlir::par::impl::GradientReducePrecisionBase<
+          GradientReducePrecisionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto fwd : module.getOps<FunctionOpInterface>()) {
+      auto compute = fwd->getAttrOfType<TypeAttr>(
+          ParDialect::kMixedPrecisionAttrName);
+      FunctionOpInterface grad =
+          getLinkedFunction(fwd, ParDialect::kGradAttrName);
+      if (!compute || !grad)
+        continue;
+      // A train step also links its gradient; only forwards name data axes.
+      bool isForward = false;
+      for (unsigned i = 0; i < fwd.getNumArguments(); ++i)
+        isForward |= (bool)fwd.getArgAttr(i, ParDialect::kParamAttrName);
+      if (!isForward)
+        continue;
+      llvm::StringSet<> dpAxes;
+      for (unsigned i = 0; i < fwd.getNumArguments(); ++i) {
+        if (fwd.getArgAttr(i, ParDialect::kParamAttrName) ||
+            fwd.getArgAttr(i, ParDialect::kLossScaleAttrName))
+          continue;
+        auto s = fwd.getArgAttrOfType<ShardingAttr>(
+            i, ParDialect::kShardingAttrName);
+        if (s && !s.getDims().empty())
+          for (StringRef a : s.getDimAxes(0))
+            dpAxes.insert(a);
+      }
+      if (dpAxes.empty())
+        continue;
+      SmallVector<AllReduceOp> todo;
+      grad->walk([&](AllReduceOp op) {
+        auto t = cast<RankedTensorType>(op.getType());
+        if (op.getKind() != ReductionKind::Sum || t.getRank() == 0 ||
+            !t.getElementType().isF32())
+          return;
+        if (llvm::all_of(op.getAxes().getAsValueRange<StringAttr>(),
+                         [&](StringRef a) { return dpAxes.contains(a); }))
+          todo.push_back(op);
+      });
+      for (AllReduceOp op : todo) {
+        OpBuilder b(op);
+        Location loc = op.getLoc();
+        Value narrow = convert(b, loc, op.getInput(), compute.getValue());
+        Value reduced = AllReduceOp::create(
+            b, loc, narrow.getType(), narrow, op.getMeshAttr(), op.getAxes(),
+            op.getKindAttr());
+        Value wide = convert(b, loc, reduced, op.getType().getElementType());
+        op.getResult().replaceAllUsesWith(wide);
+        op->erase();
+        ++numRewritten;
+      }
+    }
+  }
+};
+
+} // namespace
