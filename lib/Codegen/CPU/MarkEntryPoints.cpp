@@ -29,6 +29,7 @@ struct MarkEntryPointsPass
         fn.removeArgAttr(i, global);
         fn.removeArgAttr(i, ParDialect::kInitAttrName);
         fn.removeArgAttr(i, ParDialect::kParamAttrName);
+        fn.removeArgAttr(i, ParDialect::kLossScaleAttrName);
       }
       for (unsigned i = 0; i < fn.getNumResults(); ++i) {
         fn.removeResultAttr(i, sharding);
