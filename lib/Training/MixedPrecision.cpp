@@ -268,6 +268,13 @@ struct MixedPrecisionPass
     for (OpOperand *o : linalgOp.getDpsInputOperands())
       if (FloatType t = floatElementType(o->get()); t && t == wide)
         o->set(castTo(b, loc, o->get(), compute));
+    // Accumulators stay f32: an init that arrives in 16 bits (a value an
+    // earlier op retyped, e.g. elementwise-to-linalg's reuse of an operand
+    // as the init) is widened back.
+    if (kind != "elementwise")
+      for (OpOperand &o : linalgOp.getDpsInitsMutable())
+        if (FloatType t = floatElementType(o.get()); t && t == compute)
+          o.set(castTo(b, loc, o.get(), wide));
     if (kind == "matmul") {
       // Named contractions rebuild their region for the new input types;
       // the accumulator stays f32.
@@ -304,8 +311,13 @@ struct MixedPrecisionPass
       // Outputs in the compute type too: a fresh init, or the old one cast
       // when the body reads it.
       for (auto [i, init] : llvm::enumerate(g.getDpsInits())) {
-        if (floatElementType(init) != wide)
+        if (floatElementType(init) != wide) {
+          // Already 16 bits (an operand reused as the init, retyped by the
+          // op that made it): the result follows.
+          if (floatElementType(init) == compute)
+            g.getResult(i).setType(cast<RankedTensorType>(init.getType()));
           continue;
+        }
         bool read = !g.getRegionOutputArgs()[i].use_empty();
         Value n = read ? castTo(b, loc, init, compute)
                        : tensor::EmptyOp::create(

@@ -1389,3 +1389,89 @@ par.mesh @m ["a"=2]
 // Tests that a link names a function, not another symbol.
 // expected-error @+1 {{'par.step' names @m, which is not a function in the module}}
 func.func @f() attributes {par.step = @m} { return }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Mixed precision and loss scaling
+//===----------------------------------------------------------------------===//
+
+// Tests that all_finite needs something to check.
+func.func @all_finite_empty() -> tensor<f32> {
+  // expected-error @+1 {{'par.all_finite' op needs at least one input}}
+  %0 = "par.all_finite"() : () -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that all_finite checks floating-point tensors only (an integer has
+// no Inf or NaN).
+func.func @all_finite_int(%g: tensor<4xf32>, %i: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'par.all_finite' op input #1 is not a floating-point tensor: 'tensor<4xi32>'}}
+  %0 = par.all_finite %g, %i : tensor<4xf32>, tensor<4xi32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that all_finite's mesh must be a par.mesh.
+func.func @all_finite_mesh(%g: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'par.all_finite' op refers to @nowhere, which is not a par.mesh}}
+  %0 = par.all_finite %g over @nowhere : tensor<4xf32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that the loss scale is an f32 scalar.
+func.func @scale_loss_f16(%l: tensor<f32>, %s: tensor<f16>) -> tensor<f32> {
+  // expected-error @+1 {{'par.scale_loss' op operand #1 must be 0D tensor of 32-bit float values}}
+  %0 = "par.scale_loss"(%l, %s) : (tensor<f32>, tensor<f16>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that a loss-scale policy's back-off must shrink the scale.
+// expected-error @+1 {{loss scale: backoff must be in (0, 1), got 2.000000e+00}}
+func.func @bad_backoff(%s: tensor<f32> {par.loss_scale = #par.loss_scale<kind = dynamic, init = 65536.0, growth = 2.0, backoff = 2.0, interval = 2000, hysteresis = 1, min = 1.0>}) {
+  return
+}
+
+// -----
+
+// Tests that a loss-scale policy's minimum may not exceed its start.
+// expected-error @+1 {{loss scale: min must be in (0, init], got 1.000000e+03}}
+func.func @bad_min(%s: tensor<f32> {par.loss_scale = #par.loss_scale<kind = dynamic, init = 8.0, growth = 2.0, backoff = 0.5, interval = 2000, hysteresis = 1, min = 1000.0>}) {
+  return
+}
+
+// -----
+
+// Tests that a policy kind must be static or dynamic.
+// expected-error @+2 {{expected ::mlir::par::LossScaleKind to be one of: static, dynamic}}
+// expected-error @+1 {{failed to parse Par_LossScaleAttr parameter 'kind'}}
+func.func @bad_kind(%s: tensor<f32> {par.loss_scale = #par.loss_scale<kind = adaptive, init = 8.0, growth = 2.0, backoff = 0.5, interval = 2000, hysteresis = 1, min = 1.0>}) {
+  return
+}
+
+// -----
+
+// Tests that par.loss_scale holds a policy, not a number.
+// expected-error @+1 {{'par.loss_scale' must be a #par.loss_scale policy on a function argument}}
+func.func @scale_number(%s: tensor<f32> {par.loss_scale = 65536.0 : f32}) {
+  return
+}
+
+// -----
+
+// Tests that a function's compute type is a 16-bit float.
+// expected-error @+1 {{'par.mixed_precision' must be the compute type (f16 or bf16) on a function}}
+func.func @mp_f64() attributes {par.mixed_precision = f64} { return }
+
+// -----
+
+// Tests that par.loss_scale_results names two results.
+// expected-error @+1 {{'par.loss_scale_results' must be [scale, finite] result indices of a function}}
+func.func @ls_results() attributes {par.loss_scale_results = array<i64: 1>} { return }

@@ -333,6 +333,53 @@ func.func @inits(%w: tensor<4xf32> {par.param, par.init = #par.init<uniform, 0.0
 }
 
 //===----------------------------------------------------------------------===//
+// Mixed precision and loss scaling
+//===----------------------------------------------------------------------===//
+
+// Tests that the loss-scale argument (its policy and fill initialiser), the
+// function's compute type, an op's precision override and the loss-scale
+// ops round-trip: par.scale_loss, par.all_finite over a mesh (several
+// inputs of different types) and without one, par.update_loss_scale with a
+// dynamic and a static policy, and the step's par.loss_scale_results.
+// CHECK-LABEL: func.func @loss_scaling(
+// CHECK-SAME:    %[[S:[a-z0-9]+]]: tensor<f32> {par.init = #par.init<fill, 6.553600e+04>, par.loss_scale = #par.loss_scale<kind = dynamic, init = 6.553600e+04, growth = 2.000000e+00, backoff = 5.000000e-01, interval = 2000, hysteresis = 2, min = 1.000000e+00>}
+// CHECK-SAME:    attributes {par.loss_scale_results = array<i64: 1, 4>, par.mixed_precision = bf16}
+// CHECK:         %[[L:.*]] = par.scale_loss %{{.*}} by %[[S]] : tensor<f32>
+// CHECK:         %[[OK:.*]] = par.all_finite %{{.*}}, %{{.*}} over @mesh : tensor<4x8xbf16>, tensor<8xf32>
+// CHECK:         par.all_finite %{{.*}} : tensor<8xf32>
+// CHECK:         %{{.*}}, %{{.*}}, %{{.*}} = par.update_loss_scale %[[S]], %{{.*}}, %{{.*}} finite %[[OK]] policy <kind = dynamic, init = 6.553600e+04, growth = 2.000000e+00, backoff = 5.000000e-01, interval = 2000, hysteresis = 2, min = 1.000000e+00>
+// CHECK:         par.update_loss_scale {{.*}} policy <kind = static, init = 1.280000e+02, growth = 4.000000e+00, backoff = 2.500000e-01, interval = 10, hysteresis = 1, min = 2.000000e+00>
+// CHECK:         linalg.generic {{.*}} attrs = {par.precision = "f32"}
+// CHECK:         linalg.generic {{.*}} attrs = {par.precision = "compute"}
+#mp_id = affine_map<(i) -> (i)>
+func.func @loss_scaling(%l: tensor<f32>, %x: tensor<4x8xbf16>, %g: tensor<8xf32>,
+                        %s: tensor<f32> {par.init = #par.init<fill, 65536.0>,
+                                         par.loss_scale = #par.loss_scale<kind = dynamic, init = 65536.0, growth = 2.0, backoff = 0.5, interval = 2000, hysteresis = 2, min = 1.0>},
+                        %good: tensor<f32>, %hyst: tensor<f32>)
+    -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>)
+    attributes {par.mixed_precision = bf16, par.loss_scale_results = array<i64: 1, 4>} {
+  %sl = par.scale_loss %l by %s : tensor<f32>
+  %ok = par.all_finite %x, %g over @mesh : tensor<4x8xbf16>, tensor<8xf32>
+  %local = par.all_finite %g : tensor<8xf32>
+  %s2, %g2, %h2 = par.update_loss_scale %s, %good, %hyst finite %ok
+      policy <kind = dynamic, init = 65536.0, growth = 2.0, backoff = 0.5, interval = 2000, hysteresis = 2, min = 1.0>
+  %s3, %g3, %h3 = par.update_loss_scale %s2, %g2, %h2 finite %local
+      policy <kind = static, init = 128.0, growth = 4.0, backoff = 0.25, interval = 10, hysteresis = 1, min = 2.0>
+  %e = tensor.empty() : tensor<8xf32>
+  %k = linalg.generic {indexing_maps = [#mp_id, #mp_id], iterator_types = ["parallel"]}
+      ins(%g : tensor<8xf32>) outs(%e : tensor<8xf32>) attrs = {par.precision = "f32"} {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  %c = linalg.generic {indexing_maps = [#mp_id, #mp_id], iterator_types = ["parallel"]}
+      ins(%g : tensor<8xf32>) outs(%e : tensor<8xf32>) attrs = {par.precision = "compute"} {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  return %sl, %s3, %g3, %h3, %ok, %k, %c : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>
+}
+
+//===----------------------------------------------------------------------===//
 // The typed contracts: links between functions, #par.pipeline
 //===----------------------------------------------------------------------===//
 
