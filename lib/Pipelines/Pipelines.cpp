@@ -50,6 +50,7 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
 
 /// The loss-scaling policy `options` asks for ("" for none).
 static std::string lossScalePolicy(const CompileOptions &options) {
+  // Anything else reaches par-loss-scale, which names what it takes.
   if (options.lossScale == "auto")
     return options.precision == "f16" ? "dynamic" : "";
   return options.lossScale == "none" ? "" : options.lossScale.getValue();

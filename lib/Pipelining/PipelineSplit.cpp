@@ -503,7 +503,14 @@ struct PipelineSplitPass
                                 AffineMap::get(r, 0, {}, ctx)},
             SmallVector<utils::IteratorType>(r, utils::IteratorType::reduction),
             [&](OpBuilder &bb, Location l, ValueRange v) {
-              Value m = arith::MulFOp::create(bb, l, v[0], v[1]);
+              // A 16-bit activation (mixed precision) is widened: the dot
+              // product sums in the loss's type.
+              auto widen = [&](Value x) -> Value {
+                return x.getType() == elt
+                           ? x
+                           : arith::ExtFOp::create(bb, l, elt, x).getResult();
+              };
+              Value m = arith::MulFOp::create(bb, l, widen(v[0]), widen(v[1]));
               linalg::YieldOp::create(
                   bb, l, ValueRange{arith::AddFOp::create(bb, l, v[2], m)});
             })

@@ -110,7 +110,8 @@ struct LossScalePass : public mlir::par::impl::LossScaleBase<LossScalePass> {
     ModuleOp module = getOperation();
     if (policy != "static" && policy != "dynamic") {
       module.emitError() << "par-loss-scale: unknown policy '" << policy
-                         << "' (expected static or dynamic)";
+                         << "' (expected static or dynamic; par-compile's "
+                            "loss-scale= also takes none and auto)";
       return signalPassFailure();
     }
     LossScaleAttr attr = LossScaleAttr::getChecked(

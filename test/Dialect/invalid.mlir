@@ -1151,7 +1151,7 @@ func.func @dyn_result_not_divisible(%x: tensor<8x6xf32>) -> tensor<8x?xf32> {
 // -----
 
 // Tests that an initialiser must be a #par.init attribute (no longer a string).
-// expected-error @+1 {{'par.init' must be a #par.init attribute (zeros, ones or uniform with a scale), got "uniform:0.02"}}
+// expected-error @+1 {{'par.init' must be a #par.init attribute (zeros, ones, uniform with a scale or fill with a value), got "uniform:0.02"}}
 func.func @bad_init(%x: tensor<4xf32> {par.init = "uniform:0.02"}) {
   return
 }
@@ -1396,10 +1396,11 @@ func.func @f() attributes {par.step = @m} { return }
 // Mixed precision and loss scaling
 //===----------------------------------------------------------------------===//
 
-// Tests that all_finite needs something to check.
-func.func @all_finite_empty() -> tensor<f32> {
-  // expected-error @+1 {{'par.all_finite' op needs at least one input}}
-  %0 = "par.all_finite"() : () -> tensor<f32>
+// Tests that all_finite's mesh must be a par.mesh (a stage without
+// parameters checks nothing but still joins the mesh-wide decision).
+func.func @all_finite_no_mesh() -> tensor<f32> {
+  // expected-error @+1 {{'par.all_finite' op refers to @nowhere, which is not a par.mesh}}
+  %0 = "par.all_finite"() {mesh = @nowhere} : () -> tensor<f32>
   return %0 : tensor<f32>
 }
 
@@ -1459,7 +1460,7 @@ func.func @bad_kind(%s: tensor<f32> {par.loss_scale = #par.loss_scale<kind = ada
 // -----
 
 // Tests that par.loss_scale holds a policy, not a number.
-// expected-error @+1 {{'par.loss_scale' must be a #par.loss_scale policy on a function argument}}
+// expected-error @+1 {{'par.loss_scale' must be a #par.loss_scale policy on a scalar f32 (tensor<f32>) function argument}}
 func.func @scale_number(%s: tensor<f32> {par.loss_scale = 65536.0 : f32}) {
   return
 }

@@ -18,7 +18,7 @@
 // RUN: not par-opt %S/Inputs/loss-matmul.mlir "--par-loss-scale=init-scale=4 min-scale=8" 2>&1 | FileCheck %s --check-prefix=MIN
 // MIN: error: par-loss-scale: loss scale: min must be in (0, init], got 8.000000e+00
 // RUN: not par-opt %S/Inputs/loss-matmul.mlir --par-loss-scale=policy=adaptive 2>&1 | FileCheck %s --check-prefix=POLICY
-// POLICY: error: par-loss-scale: unknown policy 'adaptive' (expected static or dynamic)
+// POLICY: error: par-loss-scale: unknown policy 'adaptive' (expected static or dynamic; par-compile's loss-scale= also takes none and auto)
 // The same through par-compile's options.
 // RUN: not par-compile %S/Inputs/loss-matmul.mlir --options="optimizer=adamw precision=f16 backoff-factor=1.5" -o %t 2>&1 | FileCheck %s --check-prefix=BACKOFF
 // Running the pass twice: the second run finds the first one's argument.

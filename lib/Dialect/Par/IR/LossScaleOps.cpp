@@ -22,8 +22,11 @@ LossScaleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!std::isfinite(init) || init <= 0)
     return emitError() << "loss scale: init must be positive and finite, got "
                        << init;
-  if (!std::isfinite(min) || min <= 0 || min > init)
-    return emitError() << "loss scale: min must be in (0, init], got " << min;
+  // The minimum bounds the back-off; a static scale never backs off.
+  if (!std::isfinite(min) || min <= 0 ||
+      (kind == LossScaleKind::Dynamic && min > init))
+    return emitError() << "loss scale: min must be in (0, init], got " << min
+                       << " with init " << init;
   if (!std::isfinite(growth) || growth <= 1)
     return emitError() << "loss scale: growth must be > 1, got " << growth;
   if (!(backoff > 0 && backoff < 1))

@@ -176,17 +176,23 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
   if (attr.getName() == kInitAttrName) {
     if (!isa<InitAttr>(attr.getValue()))
       return op->emitError() << "'par.init' must be a #par.init attribute "
-                                "(zeros, ones or uniform with a scale), got "
+                                "(zeros, ones, uniform with a scale or fill with a value), got "
                              << attr.getValue();
     return success();
   }
   if (attr.getName() == kLossScaleAttrName) {
     // The argument is a tensor<f32> (par-loss-scale makes it); it stays
     // marked through bufferization and lowering.
-    if (!isa<LossScaleAttr>(attr.getValue()) ||
-        !isa<FunctionOpInterface>(op))
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto shaped = fn && argIndex < fn.getNumArguments()
+                      ? dyn_cast<ShapedType>(fn.getArgumentTypes()[argIndex])
+                      : ShapedType();
+    if (!isa<LossScaleAttr>(attr.getValue()) || !shaped ||
+        !shaped.hasRank() || shaped.getRank() != 0 ||
+        !shaped.getElementType().isF32())
       return op->emitError("'par.loss_scale' must be a #par.loss_scale "
-                           "policy on a function argument");
+                           "policy on a scalar f32 (tensor<f32>) function "
+                           "argument");
     return success();
   }
   if (attr.getName() == kParamAttrName) {
