@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pipeline activation bytes per stage, f32 vs bf16 (mixed precision).
 
-Compiles one GPT (gen_transformer.py --gpt --layers 4 --pp 2, no dp/tp) into
+Compiles one GPT (gen_transformer.py --gpt --layers 4 --dp 1 --tp 1 --pp 2) into
 4 pipeline stages on 2 pipeline ranks (interleaved 1F1B, v = 2, 4
 micro-batches) once in f32 and once with precision=bf16, trains 3 steps of
 each with `par-run -n 2 --pipeline` and prints, per pipeline rank, the peak
@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / "build" / "bin"
 GEN = ["--gpt", "--layers", "4", "--batch", "2", "--seq", "32", "--dmodel", "64",
-       "--heads", "4", "--vocab", "96", "--pp", "2"]
+       "--heads", "4", "--vocab", "96", "--dp", "1", "--tp", "1", "--pp", "2"]
 OPTS = "optimizer=adamw micro-batches=4 stages=4 schedule=interleaved virtual=2"
 
 
