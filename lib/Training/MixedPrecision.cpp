@@ -178,7 +178,12 @@ struct MixedPrecisionPass
     if (Value src = widenedFrom.lookup(v); src && floatElementType(src) == elt)
       return src;
     OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointAfterValue(v);
+    // A function argument (a parameter) is cast at its first use, where
+    // `b` stands (ops are visited in order): casting every parameter at
+    // the top would make each cast live across the whole function, and no
+    // pipeline stage could be cut between.
+    if (!isa<BlockArgument>(v))
+      b.setInsertionPointAfterValue(v);
     auto type = cast<RankedTensorType>(v.getType());
     int64_t r = type.getRank();
     Value init = tensor::EmptyOp::create(b, loc, type.getShape(), elt);
@@ -295,16 +300,19 @@ struct MixedPrecisionPass
         op->erase();
         return success();
       }
+      linalg::GenericOp g;
       if (!isa<linalg::GenericOp>(op)) {
         IRRewriter rewriter(b);
         rewriter.setInsertionPoint(op);
-        FailureOr<linalg::GenericOp> g =
+        FailureOr<linalg::GenericOp> gen =
             linalg::generalizeNamedOp(rewriter, linalgOp);
-        if (failed(g))
+        if (failed(gen))
           return op->emitOpError("cannot be expressed as linalg.generic");
-        return retypeBody(*g);
+        g = *gen;
+      } else {
+        g = cast<linalg::GenericOp>(op);
       }
-      return retypeBody(cast<linalg::GenericOp>(op));
+      return retypeBody(g);
     }
     auto g = cast<linalg::GenericOp>(op);
     if (kind == "elementwise") {

@@ -22,14 +22,18 @@
 // NTRUNC: {{^}}9{{$}}
 // CHECK-LABEL: func.func @f(
 // CHECK-SAME:    attributes {par.mixed_precision = bf16}
-// CHECK:         %[[B:.*]] = linalg.generic {{.*}} ins(%arg2 : tensor<4x16xf32>) outs(%{{.*}} : tensor<4x16xbf16>)
+// (Arguments are cast at their first use, so that no cast lives across
+// the whole function: pipeline stages can be cut between.)
+// CHECK:         %[[ACC:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK:         %[[X:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xbf16>)
 // CHECK-NEXT:      ^bb0(%in: f32, %out: bf16):
 // CHECK-NEXT:        arith.truncf %in : f32 to bf16
 // CHECK:         %[[W:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<8x16xf32>) outs(%{{.*}} : tensor<8x16xbf16>)
-// CHECK:         %[[X:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xbf16>)
-// CHECK:         %[[ACC:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4x16xf32>)
-// CHECK-NEXT:    %[[M:.*]] = linalg.matmul ins(%[[X]], %[[W]] : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%[[ACC]] : tensor<4x16xf32>) -> tensor<4x16xf32>
+// CHECK-NEXT:      ^bb0(%in: f32, %out: bf16):
+// CHECK-NEXT:        arith.truncf %in : f32 to bf16
+// CHECK:         %[[M:.*]] = linalg.matmul ins(%[[X]], %[[W]] : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%[[ACC]] : tensor<4x16xf32>) -> tensor<4x16xf32>
 // CHECK:         %[[M16:.*]] = linalg.generic {{.*}} ins(%[[M]] : tensor<4x16xf32>) outs(%{{.*}} : tensor<4x16xbf16>)
+// CHECK:         %[[B:.*]] = linalg.generic {{.*}} ins(%arg2 : tensor<4x16xf32>) outs(%{{.*}} : tensor<4x16xbf16>)
 // CHECK:         %[[A:.*]] = linalg.generic {{.*}} ins(%[[M16]], %[[B]] : tensor<4x16xbf16>, tensor<4x16xbf16>) outs(%{{.*}} : tensor<4x16xbf16>)
 // CHECK-NEXT:      ^bb0(%in: bf16, %in_0: bf16, %out: bf16):
 // CHECK-NEXT:        arith.extf %in : bf16 to f32
