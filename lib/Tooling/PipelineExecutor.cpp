@@ -121,7 +121,6 @@ private:
   void runUpdates();
   void trainStep(int64_t step);
   double lossScale() const;
-  void checkDecisions();
   void reportStash();
   void sample();
   int verify();
@@ -549,26 +548,6 @@ double PipelineRun::lossScale() const {
                         st.state[k].data(), 0);
 }
 
-/// Every rank took the same step-or-skip decisions (the all-finite check
-/// spans the mesh); rank 0 says so or fails.
-void PipelineRun::checkDecisions() {
-  std::vector<double> all(decisions.size() * world);
-  checkRuntime(par_rt_gather_world(ctx, decisions.data(),
-                                   decisions.size() * sizeof(double),
-                                   all.data()),
-               ctx, "gathering the step decisions");
-  if (rank != 0)
-    return;
-  for (int64_t r = 1; r < world; ++r)
-    for (size_t s = 0; s < decisions.size(); ++s)
-      if (all[r * decisions.size() + s] != all[s])
-        fatal("rank " + std::to_string(r) + " and rank 0 disagree on whether "
-              "step " + std::to_string(s + 1) + " was taken (the all-finite "
-              "decision must be global)");
-  printf("%s: loss scaling: all %lld ranks took the same step/skip decision "
-         "at every step\n",
-         toolName().c_str(), (long long)world);
-}
 
 void PipelineRun::trainStep(int64_t step) {
   lossSum = 0;
@@ -713,7 +692,7 @@ int PipelineRun::run() {
   for (int64_t step = 1; step <= o.train.steps; ++step)
     trainStep(step);
   if (scaling) {
-    checkDecisions();
+    checkSameDecisions(ctx, decisions, rank, world);
     log->lossScaleSummary(nextScale);
   }
   log->finish(toolName() + ": " + func + " pipelined on " +

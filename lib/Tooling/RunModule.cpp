@@ -127,22 +127,7 @@ void ModuleRun::train() {
              tokens ? double(tokens->globalCount) : -1.0, scale, taken);
   }
   if (scaleArg >= 0) {
-    std::vector<double> all(decisions.size() * world);
-    checkRuntime(par_rt_gather_world(ctx, decisions.data(),
-                                     decisions.size() * sizeof(double),
-                                     all.data()),
-                 ctx, "gathering the step decisions");
-    if (rank == 0) {
-      for (int64_t r = 1; r < world; ++r)
-        for (size_t s = 0; s < decisions.size(); ++s)
-          if (all[r * decisions.size() + s] != all[s])
-            fatal("rank " + std::to_string(r) + " and rank 0 disagree on "
-                  "whether step " + std::to_string(s + 1) +
-                  " was taken (the all-finite decision must be global)");
-      printf("%s: loss scaling: all %lld ranks took the same step/skip "
-             "decision at every step\n",
-             toolName().c_str(), (long long)world);
-    }
+    checkSameDecisions(ctx, decisions, rank, world);
     log.lossScaleSummary(nextScale);
   }
   log.finish(toolName() + ": " + f.name + " on " + std::to_string(world) +

@@ -71,6 +71,27 @@ std::vector<double> runSteps(const Function &f, std::vector<Buffer> &args,
   return losses;
 }
 
+void checkSameDecisions(par_rt_context_t *ctx,
+                        const std::vector<double> &decisions, int64_t rank,
+                        int64_t world) {
+  std::vector<double> all(decisions.size() * world);
+  checkRuntime(par_rt_gather_world(ctx, decisions.data(),
+                                   decisions.size() * sizeof(double),
+                                   all.data()),
+               ctx, "gathering the step decisions");
+  if (rank != 0)
+    return;
+  for (int64_t r = 1; r < world; ++r)
+    for (size_t s = 0; s < decisions.size(); ++s)
+      if (all[r * decisions.size() + s] != all[s])
+        fatal("rank " + std::to_string(r) + " and rank 0 disagree on whether "
+              "step " + std::to_string(s + 1) + " was taken (the all-finite "
+              "decision must be global)");
+  printf("%s: loss scaling: all %lld ranks took the same step/skip decision "
+         "at every step\n",
+         toolName().c_str(), (long long)world);
+}
+
 TrainLog::TrainLog(const TrainLogOptions &o, bool rank0)
     : o(o), printing(rank0), start(par_rt_now_seconds()) {
   if (!printing || o.lossCsv.empty())

@@ -89,6 +89,32 @@ Value mlir::par::buildSelectIfFinite(OpBuilder &b, Location loc, Value finite,
       });
 }
 
+Value mlir::par::buildUnscaleAndDecide(OpBuilder &b, Location loc,
+                                       Value scale,
+                                       MutableArrayRef<Value> grads,
+                                       FlatSymbolRefAttr mesh) {
+  Value inv = buildReciprocal(b, loc, scale);
+  for (Value &g : grads)
+    g = buildUnscale(b, loc, g, inv);
+  return AllFiniteOp::create(b, loc, scale.getType(), ValueRange(grads), mesh);
+}
+
+void mlir::par::buildSkipAndNextScale(OpBuilder &b, Location loc, Value finite,
+                                      ArrayRef<Value> prev,
+                                      MutableArrayRef<Value> next,
+                                      ValueRange scaleState,
+                                      LossScaleAttr policy,
+                                      SmallVectorImpl<Value> &results) {
+  for (auto [n, p] : llvm::zip_equal(next, prev))
+    n = buildSelectIfFinite(b, loc, finite, n, p);
+  Type scalar = finite.getType();
+  auto state = UpdateLossScaleOp::create(
+      b, loc, TypeRange{scalar, scalar, scalar}, scaleState[0], scaleState[1],
+      scaleState[2], finite, policy);
+  llvm::append_range(results, state.getResults());
+  results.push_back(finite);
+}
+
 FailureOr<FlatSymbolRefAttr> mlir::par::getDecisionMesh(ModuleOp module,
                                                         Operation *at) {
   auto meshes = module.getOps<MeshOp>();

@@ -405,10 +405,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       // The decision spans every stage: all_finite reduces over every mesh
       // axis, the pipeline's included, and every rank runs its stage's
       // update at the end of the step.
-      Value inv = buildReciprocal(b, loc, args[scaleArg]);
-      for (Value &g : grads)
-        g = buildUnscale(b, loc, g, inv);
-      finite = AllFiniteOp::create(b, loc, scalarF32, grads, decisionMesh);
+      finite = buildUnscaleAndDecide(b, loc, args[scaleArg], grads,
+                                     decisionMesh);
     }
     SmallVector<Value> results;
     SmallVector<Value> paramVals(args.take_front(P)),
@@ -419,13 +417,9 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       llvm::append_range(prev, stateVals);
       if (hasStep)
         prev.push_back(t);
-      for (auto [k, p] : llvm::enumerate(prev))
-        results[k] = buildSelectIfFinite(b, loc, finite, results[k], p);
-      auto next = UpdateLossScaleOp::create(
-          b, loc, TypeRange{scalarF32, scalarF32, scalarF32}, args[scaleArg],
-          args[scaleArg + 1], args[scaleArg + 2], finite, lossScale);
-      llvm::append_range(results, next.getResults());
-      results.push_back(finite);
+      buildSkipAndNextScale(
+          b, loc, finite, prev, MutableArrayRef<Value>(results).take_front(prev.size()),
+          args.slice(scaleArg, 3), lossScale, results);
     }
     func::ReturnOp::create(b, loc, results);
     return success();
@@ -592,10 +586,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     // all of them are finite.
     Value finite;
     if (lossScale) {
-      Value inv = buildReciprocal(b, loc, args[scaleIdx]);
-      for (Value &g : grads)
-        g = buildUnscale(b, loc, g, inv);
-      finite = AllFiniteOp::create(b, loc, scalarF32, grads, decisionMesh);
+      finite = buildUnscaleAndDecide(b, loc, args[scaleIdx], grads,
+                                     decisionMesh);
     }
 
     // Clipping by the global norm: one scalar factor for all gradients.
@@ -678,13 +670,12 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       llvm::append_range(prev, stateVals);
       if (hasStep)
         prev.push_back(t);
-      for (auto [k, p] : llvm::enumerate(prev))
-        results[1 + k] = buildSelectIfFinite(b, loc, finite, results[1 + k], p);
-      auto next = UpdateLossScaleOp::create(
-          b, loc, TypeRange{scalarF32, scalarF32, scalarF32}, args[scaleIdx],
-          args[goodIdx], args[hystIdx], finite, lossScale);
-      llvm::append_range(results, next.getResults());
-      results.push_back(finite);
+      SmallVector<Value> scaleState{args[scaleIdx], args[goodIdx],
+                                    args[hystIdx]};
+      buildSkipAndNextScale(
+          b, loc, finite, prev,
+          MutableArrayRef<Value>(results).slice(1, prev.size()), scaleState,
+          lossScale, results);
     }
     func::ReturnOp::create(b, loc, results);
 

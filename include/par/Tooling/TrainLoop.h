@@ -80,6 +80,12 @@ struct TrainLogOptions {
 
 /// The training loop's record: every rank keeps the losses; rank 0 prints
 /// the progress line, writes the loss CSV and at the end the plot.
+/// Loss scaling: every rank's step-or-skip decisions (1 taken, 0 skipped,
+/// one per step) are the same, or the run fails; rank 0 says so.
+void checkSameDecisions(par_rt_context_t *ctx,
+                        const std::vector<double> &decisions, int64_t rank,
+                        int64_t world);
+
 class TrainLog {
 public:
   TrainLog(const TrainLogOptions &o, bool rank0);

@@ -10,6 +10,8 @@
 #ifndef PAR_TRAINING_LOSSSCALE_H
 #define PAR_TRAINING_LOSSSCALE_H
 
+#include "par/Dialect/Par/IR/ParDialect.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -23,6 +25,20 @@ Value buildUnscale(OpBuilder &b, Location loc, Value g, Value inv);
 /// skipped step leaves `prev` bit for bit.
 Value buildSelectIfFinite(OpBuilder &b, Location loc, Value finite, Value next,
                           Value prev);
+/// The gradients of scale * loss made true (`grads` unscaled in place,
+/// which is what clipping and the update see), and the step's decision: a
+/// rank-0 f32 flag from par.all_finite over every device of `mesh`.
+Value buildUnscaleAndDecide(OpBuilder &b, Location loc, Value scale,
+                            MutableArrayRef<Value> grads,
+                            FlatSymbolRefAttr mesh);
+/// The step-or-skip of a train step or stage update: each `next[k]` becomes
+/// `finite ? next[k] : prev[k]`; then the next scale state (from
+/// par.update_loss_scale of scale, good, hysteresis) and the flag itself
+/// are appended to `results`.
+void buildSkipAndNextScale(OpBuilder &b, Location loc, Value finite,
+                           ArrayRef<Value> prev, MutableArrayRef<Value> next,
+                           ValueRange scaleState, LossScaleAttr policy,
+                           SmallVectorImpl<Value> &results);
 /// The mesh the all-finite decision spans: the module's only par.mesh, or
 /// null when there is none (one device). Fails (with a diagnostic) when
 /// there are several.
