@@ -38,6 +38,11 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
   // Cleanup: fold what partitioning left (e.g. casts, duplicate constants).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Partial values flow through linear ops: one reduction where several
+  // were (q/k/v input gradients, micro-batch gradients), on the narrowest
+  // tensor; before the gradient reductions change type below.
+  if (options.sinkReductions)
+    pm.addPass(createSinkReductions());
   // Mixed precision's data-parallel gradients in 16 bits, if asked: on the
   // partitioned program, where the reductions are.
   if (options.gradReduce == "compute")
@@ -140,6 +145,7 @@ BackendOptions mlir::par::getBackendOptions(const CompileOptions &options) {
   b.manifest = options.manifest;
   b.report = options.commReport;
   b.gradReduce = options.gradReduce;
+  b.sinkReductions = options.sinkReductions;
   return b;
 }
 
@@ -149,6 +155,7 @@ void mlir::par::buildSPMDPhase(OpPassManager &pm,
     SPMDPipelineOptions spmd;
     spmd.report = options.report;
     spmd.gradReduce = options.gradReduce;
+    spmd.sinkReductions = options.sinkReductions;
     buildSPMDPipeline(pm, spmd);
     return;
   }

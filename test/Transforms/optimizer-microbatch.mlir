@@ -20,10 +20,19 @@
 // CHECK:         arith.constant 5.000000e-01
 // CHECK:         arith.constant 5.000000e-01
 // CHECK:         return
-// The micro-batch split itself moves no data: the step's only collectives
-// are the gradient's (inside @loss_grad).
-// COMM-LABEL: par-comm-report: @loss_step
+// The micro-batch split itself moves no data. The gradient's reductions
+// (loss and dW over "x") run once per step in the step, on the sums of the
+// micro-batches' partial values (par-sink-reductions): the step calls a
+// clone of @loss_grad that reduces nothing.
+// COMM-LABEL: par-comm-report: @loss_grad
+// COMM-NEXT:    par.all_reduce axes=["x"] n=2 f32 tensor<f32>: 4 bytes
+// COMM-NEXT:    par.all_reduce axes=["x"] n=2 f32 tensor<3x2xf32>: 24 bytes
+// COMM-LABEL: par-comm-report: @loss_grad_partial
 // COMM-NEXT:    total: 0 collectives, 0 bytes per device
+// COMM-LABEL: par-comm-report: @loss_step
+// COMM-NEXT:    par.all_reduce axes=["x"] n=2 f32 tensor<f32>: 4 bytes
+// COMM-NEXT:    par.all_reduce axes=["x"] n=2 f32 tensor<3x2xf32>: 24 bytes
+// COMM-NEXT:    total: 2 collectives, 28 bytes per device
 par.mesh @mesh ["x"=2]
 func.func @loss(%x: tensor<4x3xf32> {par.sharding = #par.sharding<@mesh, [{"x"}, {}]>}, %w: tensor<3x2xf32> {par.param}) -> tensor<f32> {
   %c0 = arith.constant 0.0 : f32

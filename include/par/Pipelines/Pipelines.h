@@ -41,6 +41,11 @@ struct SPMDPipelineOptions
       llvm::cl::desc("Mixed precision: the type of the data-parallel "
                      "gradient reduction, f32 (default) or compute"),
       llvm::cl::init("f32")};
+  Option<bool> sinkReductions{
+      *this, "sink-reductions",
+      llvm::cl::desc("Let partial values flow through linear ops "
+                     "(par-sink-reductions; default true)"),
+      llvm::cl::init(true)};
   Option<bool> report{*this, "report",
                       llvm::cl::desc("Print the communication report"),
                       llvm::cl::init(false)};
@@ -68,6 +73,13 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
                      "(default, Megatron's) or in the compute type (half "
                      "the bytes, as DDP's fp16/bf16 hooks)"),
       llvm::cl::init("f32")};
+  // Communication.
+  Option<bool> sinkReductions{
+      *this, "sink-reductions",
+      llvm::cl::desc("Reduce partial values after the linear ops that use "
+                     "them (one reduction for several, micro-batch "
+                     "gradients reduced once per step; default true)"),
+      llvm::cl::init(true)};
   ListOption<std::string> keep{
       *this, "keep",
       llvm::cl::desc("Op kinds that stay f32 under mixed precision "
@@ -189,6 +201,7 @@ struct BackendOptions {
   std::string manifest;     // manifest path ("" = none)
   bool report = false;      // communication report
   std::string gradReduce = "f32"; // or "compute" (mixed precision)
+  bool sinkReductions = true;     // par-sink-reductions
 };
 
 /// The back half's options as `options` states them.

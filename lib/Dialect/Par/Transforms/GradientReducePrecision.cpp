@@ -12,7 +12,9 @@
 // axes are those splitting dim 0 of the forward's data arguments (not
 // parameters, not the loss scale); the reductions rewritten are the f32 sum
 // all_reduces of rank >= 1 over data-parallel axes only (scalars such as
-// the loss stay f32).
+// the loss stay f32), in the gradient function, the train step (which
+// reduces accumulated micro-batch gradients after par-sink-reductions) and
+// the functions the step calls.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +23,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
 #define DEBUG_TYPE "par-gradient-reduce-precision"
@@ -87,16 +91,30 @@ struct GradientReducePrecisionPass
       }
       if (dpAxes.empty())
         continue;
+      // The gradient function, the train step (where par-sink-reductions
+      // reduces micro-batch gradients once per step) and what the step
+      // calls (the gradient's partial clones).
+      SetVector<Operation *> fns;
+      fns.insert(grad);
+      if (FunctionOpInterface step =
+              getLinkedFunction(fwd, ParDialect::kStepAttrName)) {
+        fns.insert(step);
+        step->walk([&](CallOpInterface call) {
+          if (Operation *callee = call.resolveCallable())
+            fns.insert(callee);
+        });
+      }
       SmallVector<AllReduceOp> todo;
-      grad->walk([&](AllReduceOp op) {
-        auto t = cast<RankedTensorType>(op.getType());
-        if (op.getKind() != ReductionKind::Sum || t.getRank() == 0 ||
-            !t.getElementType().isF32())
-          return;
-        if (llvm::all_of(op.getAxes().getAsValueRange<StringAttr>(),
-                         [&](StringRef a) { return dpAxes.contains(a); }))
-          todo.push_back(op);
-      });
+      for (Operation *fn : fns)
+        fn->walk([&](AllReduceOp op) {
+          auto t = cast<RankedTensorType>(op.getType());
+          if (op.getKind() != ReductionKind::Sum || t.getRank() == 0 ||
+              !t.getElementType().isF32())
+            return;
+          if (llvm::all_of(op.getAxes().getAsValueRange<StringAttr>(),
+                           [&](StringRef a) { return dpAxes.contains(a); }))
+            todo.push_back(op);
+        });
       for (AllReduceOp op : todo) {
         OpBuilder b(op);
         Location loc = op.getLoc();

@@ -25,6 +25,44 @@ def SplitConstants : Pass<"par-split-constants", "ModuleOp"> {
   ];
 }
 
+def SinkReductions : Pass<"par-sink-reductions", "ModuleOp"> {
+  let summary = "Lets partial values flow through linear ops";
+  let description = [{
+    Runs on the partitioned program. A sum `par.all_reduce` moves past the
+    ops that are linear in its result (add/sub of partial values reduced
+    over the same axes, negation, products and quotients with values that
+    are identical over those axes, casts, reshapes, transposes, selects on
+    uniform conditions; linalg ops by their bodies), so that one reduction
+    replaces several and reductions happen on the narrowest tensor. An
+    `all_slice` of a reduced value becomes a `reduce_scatter`. A step is
+    taken only if it does not increase the bytes sent (ring formulas) and a
+    gain (a merge, fewer bytes) lies at or after it. With `across-calls`, a
+    call result its callee returns all-reduced is reduced in the caller
+    instead when a gain waits there (micro-batch gradients summed before one
+    reduction); the call then targets a private clone `<callee>_partial`
+    whose result sharding is partial.
+
+    ```mlir
+    %a = par.all_reduce %p on @mesh axes = ["tp"] kind = sum : tensor<8x64xf32>
+    %b = par.all_reduce %q on @mesh axes = ["tp"] kind = sum : tensor<8x64xf32>
+    %c = arith.addf %a, %b : tensor<8x64xf32>
+    // => %s = arith.addf %p, %q; %c = par.all_reduce %s ... (one reduction)
+    ```
+  }];
+  let options = [
+    Option<"acrossCalls", "across-calls", "bool", /*default=*/"true",
+           "Also reduce call results in the caller when that gains">
+  ];
+  let statistics = [
+    Statistic<"numSunk", "sunk", "Reductions moved past a linear op">,
+    Statistic<"numMerged", "merged", "Reductions merged into another">,
+    Statistic<"numScattered", "scattered",
+              "Reductions turned into reduce_scatters">,
+    Statistic<"numAcrossCalls", "across-calls",
+              "Call results reduced in the caller">
+  ];
+}
+
 def GradientReducePrecision : Pass<"par-gradient-reduce-precision", "ModuleOp"> {
   let summary = "Reduces mixed precision's data-parallel gradients in 16 bits";
   let description = [{
@@ -35,7 +73,8 @@ def GradientReducePrecision : Pass<"par-gradient-reduce-precision", "ModuleOp"> 
     those reductions run in the compute type, as PyTorch DDP's fp16/bf16
     compression hooks do: each device rounds its partial gradient, the
     all_reduce moves half the bytes, the sum is widened back. Rewritten: in
-    each gradient function (the forward's `par.grad`), every f32 sum
+    each gradient function (the forward's `par.grad`), its train step
+    (`par.step`) and the functions the step calls, every f32 sum
     `par.all_reduce` of rank >= 1 whose axes all split dim 0 of the
     forward's data arguments. The loss and other scalars stay f32.
 
