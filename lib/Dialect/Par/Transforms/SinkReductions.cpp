@@ -315,6 +315,13 @@ private:
   void created(Operation *op) { erased.erase(op); }
   /// The results of `call` worth returning partial, by callee result index.
   SmallVector<unsigned> partialCallResults(CallOpInterface call);
+  /// The pipeline's hand-off: a stage's backward returns its parameters'
+  /// gradients unreduced, the update reduces their micro-batch sum.
+  void acrossStages();
+  /// Makes `fn` return result `i` (a returned all_reduce) unreduced.
+  void returnPartial(func::FuncOp fn, unsigned i);
+  /// `s` (null: replicated) of a value of `type`, partial over `key`.
+  ShardingAttr partialSharding(ShardingAttr s, Type type, const Key &key);
   /// Key of callee result `i` if the callee returns it as a sum all_reduce
   /// used by the return only.
   std::optional<Key> returnedReduction(func::FuncOp callee, unsigned i);
@@ -559,31 +566,92 @@ func::FuncOp SinkReductionsPass::partialClone(func::FuncOp callee,
     clone->removeAttr(link);
   SymbolTable table(getOperation());
   table.insert(clone, std::next(Block::iterator(callee)));
-  for (unsigned i : results) {
-    std::optional<Key> key;
-    clone.walk([&](func::ReturnOp ret) {
-      auto ar = ret.getOperand(i).getDefiningOp<AllReduceOp>();
-      key = keyOf(ar.getResult());
-      ret.setOperand(i, ar.getInput());
-      ar->erase();
-    });
-    // The result's sharding: partial over the axes it is no longer reduced
-    // over.
-    auto s = clone.getResultAttrOfType<ShardingAttr>(
-        i, ParDialect::kShardingAttrName);
-    int64_t rank = cast<RankedTensorType>(clone.getResultTypes()[i]).getRank();
-    SmallVector<SmallVector<StringRef>> dims(rank);
-    if (s)
-      for (int64_t d = 0; d < rank; ++d)
-        dims[d] = s.getDimAxes(d);
-    SmallVector<StringRef> partial(
-        key->axesAttr.getAsValueRange<StringAttr>());
-    clone.setResultAttr(i, ParDialect::kShardingAttrName,
-                        ShardingAttr::get(ctx, key->mesh, dims, partial));
-  }
+  for (unsigned i : results)
+    returnPartial(clone, i);
   symbols.invalidateSymbolTable(getOperation());
   clones[cacheKey] = clone;
   return clone;
+}
+
+void SinkReductionsPass::returnPartial(func::FuncOp fn, unsigned i) {
+  std::optional<Key> key;
+  fn.walk([&](func::ReturnOp ret) {
+    auto ar = ret.getOperand(i).getDefiningOp<AllReduceOp>();
+    key = keyOf(ar.getResult());
+    ret.setOperand(i, ar.getInput());
+    erase(ar);
+  });
+  fn.setResultAttr(i, ParDialect::kShardingAttrName,
+                   partialSharding(fn.getResultAttrOfType<ShardingAttr>(
+                                       i, ParDialect::kShardingAttrName),
+                                   fn.getResultTypes()[i], *key));
+}
+
+ShardingAttr SinkReductionsPass::partialSharding(ShardingAttr s, Type type,
+                                                 const Key &key) {
+  int64_t rank = cast<RankedTensorType>(type).getRank();
+  SmallVector<SmallVector<StringRef>> dims(rank);
+  if (s)
+    for (int64_t d = 0; d < rank; ++d)
+      dims[d] = s.getDimAxes(d);
+  SmallVector<StringRef> partial(key.axesAttr.getAsValueRange<StringAttr>());
+  return ShardingAttr::get(&getContext(), key.mesh, dims, partial);
+}
+
+void SinkReductionsPass::acrossStages() {
+  ModuleOp module = getOperation();
+  auto pipeline =
+      module->getAttrOfType<PipelineAttr>(ParDialect::kPipelineAttrName);
+  if (!pipeline)
+    return;
+  auto lookup = [&](FlatSymbolRefAttr sym) -> func::FuncOp {
+    if (!sym)
+      return nullptr;
+    return dyn_cast_or_null<func::FuncOp>(
+        symbols.lookupNearestSymbolFrom(module, sym));
+  };
+  for (StageAttr stage : pipeline.getStages()) {
+    func::FuncOp update = lookup(stage.getUpdate());
+    auto params = update ? update->getAttrOfType<DenseI64ArrayAttr>(
+                               ParDialect::kStageArgsAttrName)
+                         : nullptr;
+    SmallVector<func::FuncOp> producers;
+    for (FlatSymbolRefAttr sym : {stage.getBackward(), stage.getWeightGrad()})
+      if (func::FuncOp fn = lookup(sym))
+        producers.push_back(fn);
+    if (!params || update.isExternal() || producers.empty())
+      continue;
+    // The executor sums each parameter's gradient (producer result 1 + j)
+    // over the micro-batches and passes the sum as update argument P + j.
+    int64_t P = params.size();
+    for (int64_t j = 0; j < P; ++j) {
+      std::optional<Key> key;
+      bool ok = update.getNumArguments() > unsigned(P + j);
+      for (func::FuncOp fn : producers) {
+        std::optional<Key> k;
+        if (fn.getNumResults() > unsigned(1 + j))
+          k = returnedReduction(fn, 1 + j);
+        ok &= k && (!key || *key == *k);
+        key = k;
+      }
+      if (!ok)
+        continue;
+      for (func::FuncOp fn : producers)
+        returnPartial(fn, 1 + j);
+      BlockArgument g = update.getArgument(P + j);
+      OpBuilder b = OpBuilder::atBlockBegin(&update.front());
+      auto ar = AllReduceOp::create(
+          b, update.getLoc(), g.getType(), g, key->mesh, key->axesAttr,
+          ReductionKindAttr::get(b.getContext(), ReductionKind::Sum));
+      created(ar);
+      g.replaceAllUsesExcept(ar.getResult(), ar);
+      update.setArgAttr(P + j, ParDialect::kShardingAttrName,
+                        partialSharding(update.getArgAttrOfType<ShardingAttr>(
+                                            P + j, ParDialect::kShardingAttrName),
+                                        g.getType(), *key));
+      ++numAcrossStages;
+    }
+  }
 }
 
 void SinkReductionsPass::runOnOperation() {
@@ -599,6 +667,7 @@ void SinkReductionsPass::runOnOperation() {
   sinkAll();
   if (!acrossCalls)
     return;
+  acrossStages();
 
   // Call results the callee returns reduced, and which of them gain from
   // being reduced in the caller.
@@ -643,8 +712,8 @@ void SinkReductionsPass::runOnOperation() {
       ++numAcrossCalls;
     }
   }
-  if (!plans.empty())
-    sinkAll();
+  // New reductions (in callers and stage updates) may sink further.
+  sinkAll();
 }
 
 } // namespace

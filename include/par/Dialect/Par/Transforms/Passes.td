@@ -40,7 +40,10 @@ def SinkReductions : Pass<"par-sink-reductions", "ModuleOp"> {
     call result its callee returns all-reduced is reduced in the caller
     instead when a gain waits there (micro-batch gradients summed before one
     reduction); the call then targets a private clone `<callee>_partial`
-    whose result sharding is partial.
+    whose result sharding is partial. Likewise in a pipeline (`par.pipeline`):
+    each stage's backward returns its parameter gradients unreduced (the
+    pipeline driver sums them over the micro-batches) and the stage update
+    reduces the sums, once per step.
 
     ```mlir
     %a = par.all_reduce %p on @mesh axes = ["tp"] kind = sum : tensor<8x64xf32>
@@ -51,7 +54,8 @@ def SinkReductions : Pass<"par-sink-reductions", "ModuleOp"> {
   }];
   let options = [
     Option<"acrossCalls", "across-calls", "bool", /*default=*/"true",
-           "Also reduce call results in the caller when that gains">
+           "Also reduce call results in the caller when that gains, and "
+           "pipeline stage gradients in the stage update">
   ];
   let statistics = [
     Statistic<"numSunk", "sunk", "Reductions moved past a linear op">,
@@ -59,7 +63,9 @@ def SinkReductions : Pass<"par-sink-reductions", "ModuleOp"> {
     Statistic<"numScattered", "scattered",
               "Reductions turned into reduce_scatters">,
     Statistic<"numAcrossCalls", "across-calls",
-              "Call results reduced in the caller">
+              "Call results reduced in the caller">,
+    Statistic<"numAcrossStages", "across-stages",
+              "Stage gradients reduced in the stage update">
   ];
 }
 
