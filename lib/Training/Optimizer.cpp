@@ -355,7 +355,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       if (!zeroAxes.empty())
         return fn.emitOpError("zero-axes names mesh axes, but the module has "
                               "no single par.mesh the step is on");
-      fn.emitRemark("zero=1 has no effect: no mesh (the optimizer state "
+      mlir::emitRemark(fn.getLoc(), "zero=1 has no effect: no mesh (the optimizer state "
                     "stays unsharded)");
       return plan;
     }
@@ -396,7 +396,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     }
     plan.axes.assign(axes.begin(), axes.end());
     if (plan.axes.empty()) {
-      fn.emitRemark("zero=1 has no effect: no data argument splits its dim "
+      mlir::emitRemark(fn.getLoc(), "zero=1 has no effect: no data argument splits its dim "
                     "0 over a mesh axis and zero-axes is empty (the "
                     "optimizer state stays sharded like its parameter)");
       return plan;
@@ -443,7 +443,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         placed = true;
       }
       if (!placed)
-        fn.emitRemark() << "zero=1: parameter #" << p << " (" << type
+        mlir::emitRemark(fn.getArgument(p).getLoc())
+            << "zero=1: parameter #" << p << " (" << type
                         << ") has no dimension that " << n
                         << " devices divide: its optimizer state and update "
                            "stay unsharded over the data-parallel axes";
