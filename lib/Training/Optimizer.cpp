@@ -507,12 +507,14 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         gatherBytes += (n - 1) / n * local0;
       }
     }
-    os << "  optimizer state per rank: " << stateBytes << " bytes (zero=0: "
-       << stateBytes0;
-    if (stateBytes > 0 && stateBytes != stateBytes0)
-      os << llvm::formatv(", {0:F2}x less",
-                          static_cast<double>(stateBytes0) / stateBytes);
-    os << ")";
+    os << "  optimizer state per rank: " << stateBytes << " bytes";
+    if (zero != 0) {
+      os << " (zero=0: " << stateBytes0;
+      if (stateBytes > 0 && stateBytes != stateBytes0)
+        os << llvm::formatv(", {0:F2}x less",
+                            static_cast<double>(stateBytes0) / stateBytes);
+      os << ")";
+    }
     if (plan.param.empty() || llvm::any_of(plan.param, [](ShardingAttr s) {
           return !s;
         }))

@@ -75,7 +75,7 @@
 // REPORT-NEXT:   optimizer state per rank: 88 bytes (zero=0: 168, 1.91x less)
 // REPORT-NEXT:   zero-sharded gradients per step and rank (ring): reduce_scatter 40 + all_gather 40 = 80 bytes, the all_reduce's 2(n-1)/n*S
 // REPORT0:     par-optimizer: @loss_step adamw zero=0
-// REPORT0-NEXT:  optimizer state per rank: 168 bytes (zero=0: 168) (unannotated parameters counted as replicated)
+// REPORT0-NEXT:  optimizer state per rank: 168 bytes (unannotated parameters counted as replicated)
 
 // Tests that unscaling and clipping see the sharded gradients: the squared
 // sums run on the local blocks (partial over dp, all_reduced: the norm is
