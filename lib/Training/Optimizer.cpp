@@ -301,10 +301,10 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
   /// the state also over the data-parallel axes). `param[j]` is null when
   /// parameter j keeps whatever propagation gives it (zero=0, unannotated).
   struct StatePlan {
-    MeshOp mesh;                       // null without a mesh
-    SmallVector<StringRef> axes;       // zero=1: the data-parallel axes
-    SmallVector<ShardingAttr> param;   // per parameter
-    SmallVector<ShardingAttr> state;   // per parameter
+    MeshOp mesh;                     // null without a mesh
+    SmallVector<StringRef> axes;     // zero=1: the data-parallel axes
+    SmallVector<ShardingAttr> param; // per parameter
+    SmallVector<ShardingAttr> state; // per parameter
   };
 
   /// Local elements of `type` under `s` on `mesh` (all of them when either
@@ -343,8 +343,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     if (meshRef)
       plan.mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(fn, meshRef);
     for (unsigned p : params) {
-      auto s = fn.getArgAttrOfType<ShardingAttr>(p,
-                                                 ParDialect::kShardingAttrName);
+      auto s =
+          fn.getArgAttrOfType<ShardingAttr>(p, ParDialect::kShardingAttrName);
       plan.param.push_back(s ? s.withoutPartial() : ShardingAttr());
     }
     plan.state = plan.param;
@@ -355,8 +355,9 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       if (!zeroAxes.empty())
         return fn.emitOpError("zero-axes names mesh axes, but the module has "
                               "no single par.mesh the step is on");
-      mlir::emitRemark(fn.getLoc(), "zero=1 has no effect: no mesh (the optimizer state "
-                    "stays unsharded)");
+      mlir::emitRemark(fn.getLoc(),
+                       "zero=1 has no effect: no mesh (the optimizer state "
+                       "stays unsharded)");
       return plan;
     }
     // The data-parallel axes: given, or those the data arguments split
@@ -372,11 +373,12 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
             diag << " '" << cast<StringAttr>(n).getValue() << "'";
           return diag << ")";
         }
-        if (!axes.insert(cast<StringAttr>(
-                             plan.mesh.getAxisNames()[plan.mesh.getAxisIndex(a)])
-                             .getValue()))
-          return fn.emitOpError() << "zero-axes: mesh axis '" << a
-                                  << "' is listed twice";
+        if (!axes.insert(
+                cast<StringAttr>(
+                    plan.mesh.getAxisNames()[plan.mesh.getAxisIndex(a)])
+                    .getValue()))
+          return fn.emitOpError()
+                 << "zero-axes: mesh axis '" << a << "' is listed twice";
       }
     } else {
       llvm::DenseSet<StringRef> batchAxes;
@@ -384,8 +386,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         if (fn.getArgAttr(i, ParDialect::kParamAttrName) ||
             fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
           continue;
-        auto s = fn.getArgAttrOfType<ShardingAttr>(
-            i, ParDialect::kShardingAttrName);
+        auto s =
+            fn.getArgAttrOfType<ShardingAttr>(i, ParDialect::kShardingAttrName);
         if (s && s.getRank() > 0 && s.getMesh() == meshRef)
           for (StringRef a : s.getDimAxes(0))
             batchAxes.insert(a);
@@ -396,9 +398,10 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     }
     plan.axes.assign(axes.begin(), axes.end());
     if (plan.axes.empty()) {
-      mlir::emitRemark(fn.getLoc(), "zero=1 has no effect: no data argument splits its dim "
-                    "0 over a mesh axis and zero-axes is empty (the "
-                    "optimizer state stays sharded like its parameter)");
+      mlir::emitRemark(fn.getLoc(),
+                       "zero=1 has no effect: no data argument splits its dim "
+                       "0 over a mesh axis and zero-axes is empty (the "
+                       "optimizer state stays sharded like its parameter)");
       return plan;
     }
     for (auto [j, p] : llvm::enumerate(params)) {
@@ -410,8 +413,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         ps = ShardingAttr::getReplicated(ctx, meshRef, type.getRank());
       else if (ps.getMesh() != meshRef)
         return fn.emitOpError()
-               << "zero=1: parameter #" << p << " is on mesh "
-               << ps.getMesh() << ", the data-parallel axes on " << meshRef;
+               << "zero=1: parameter #" << p << " is on mesh " << ps.getMesh()
+               << ", the data-parallel axes on " << meshRef;
       plan.param[j] = ps;
       plan.state[j] = ps;
       llvm::DenseSet<StringRef> used;
@@ -445,9 +448,9 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       if (!placed)
         mlir::emitRemark(fn.getArgument(p).getLoc())
             << "zero=1: parameter #" << p << " (" << type
-                        << ") has no dimension that " << n
-                        << " devices divide: its optimizer state and update "
-                           "stay unsharded over the data-parallel axes";
+            << ") has no dimension that " << n
+            << " devices divide: its optimizer state and update "
+               "stay unsharded over the data-parallel axes";
     }
     return plan;
   }
@@ -515,9 +518,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                             static_cast<double>(stateBytes0) / stateBytes);
       os << ")";
     }
-    if (plan.param.empty() || llvm::any_of(plan.param, [](ShardingAttr s) {
-          return !s;
-        }))
+    if (plan.param.empty() ||
+        llvm::any_of(plan.param, [](ShardingAttr s) { return !s; }))
       os << " (unannotated parameters counted as replicated)";
     os << "\n";
     if (zero != 0 && gatherBytes > 0)
@@ -948,8 +950,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     for (unsigned j = 0; j < params.size(); ++j)
       if (isZeroSharded(j))
         results[1 + j] = ShardingConstraintOp::create(
-            b, loc, results[1 + j].getType(), results[1 + j],
-            plan->param[j]);
+            b, loc, results[1 + j].getType(), results[1 + j], plan->param[j]);
     if (lossScale) {
       // A skipped step keeps parameters, state and step number, bit for bit.
       SmallVector<Value> prev(paramVals);
