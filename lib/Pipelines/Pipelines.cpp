@@ -121,6 +121,9 @@ void mlir::par::buildTrainPhase(OpPassManager &pm,
   opt.warmupSteps = options.warmupSteps;
   opt.totalSteps = options.totalSteps;
   opt.microBatches = options.microBatches;
+  opt.zero = options.zero;
+  opt.zeroAxes.assign(options.zeroAxes.begin(), options.zeroAxes.end());
+  opt.report = options.report;
   pm.addPass(createOptimizer(opt));
 }
 

@@ -4,12 +4,17 @@
 // parameter with one elementwise generic (parameter, gradient and state in,
 // new parameter and state out). Being elementwise over the parameter's
 // shape, the update is sharded exactly like the parameter, and so is the
-// state it carries.
+// state it carries. With zero=1 (ZeRO stage 1) annotations shard the state,
+// the gradient it meets and the update further over the data-parallel axes;
+// propagation and partitioning turn them into the collectives.
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/Training/LossScale.h"
 #include "par/Training/Passes.h"
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -49,6 +54,18 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     if (microBatches < 1) {
       getOperation().emitError() << "micro-batches must be >= 1 (got "
                                  << static_cast<int64_t>(microBatches) << ")";
+      return signalPassFailure();
+    }
+    if (zero != 0 && zero != 1) {
+      getOperation().emitError()
+          << "zero must be 0 or 1 (got " << static_cast<int64_t>(zero)
+          << "): only ZeRO stage 1, the optimizer state sharded over the "
+             "data-parallel axes, is implemented";
+      return signalPassFailure();
+    }
+    if (zero == 0 && !zeroAxes.empty()) {
+      getOperation().emitError() << "zero-axes is given but zero=0 (set "
+                                    "zero=1 to shard the optimizer state)";
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> todo;
@@ -280,6 +297,239 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     }
   }
 
+  /// The layout of each parameter and of its optimizer state (ZeRO-1:
+  /// the state also over the data-parallel axes). `param[j]` is null when
+  /// parameter j keeps whatever propagation gives it (zero=0, unannotated).
+  struct StatePlan {
+    MeshOp mesh;                     // null without a mesh
+    SmallVector<StringRef> axes;     // zero=1: the data-parallel axes
+    SmallVector<ShardingAttr> param; // per parameter
+    SmallVector<ShardingAttr> state; // per parameter
+  };
+
+  /// Local elements of `type` under `s` on `mesh` (all of them when either
+  /// is null).
+  static int64_t localElements(RankedTensorType type, ShardingAttr s,
+                               MeshOp mesh) {
+    int64_t n = type.getNumElements();
+    if (!s || !mesh)
+      return n;
+    for (int64_t d = 0; d < s.getRank(); ++d)
+      for (StringRef a : s.getDimAxes(d))
+        n /= std::max<int64_t>(1, mesh.getAxisSize(a));
+    return n;
+  }
+
+  /// Decides the state's layout for the step of `fn`: with zero=0 each
+  /// state tensor takes its parameter's annotation; with zero=1 the
+  /// data-parallel axes the parameter is not split over are appended to
+  /// the first dimension whose local size their device count divides.
+  FailureOr<StatePlan> planState(func::FuncOp fn, ArrayRef<unsigned> params) {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    StatePlan plan;
+    // The mesh: the data arguments' or parameters' (the first annotation),
+    // else the module's only one.
+    FlatSymbolRefAttr meshRef;
+    for (unsigned i = 0; i < fn.getNumArguments() && !meshRef; ++i)
+      if (auto s = fn.getArgAttrOfType<ShardingAttr>(
+              i, ParDialect::kShardingAttrName))
+        meshRef = s.getMesh();
+    if (!meshRef) {
+      auto meshes = module.getOps<MeshOp>();
+      if (!meshes.empty() && std::next(meshes.begin()) == meshes.end())
+        meshRef = FlatSymbolRefAttr::get((*meshes.begin()).getSymNameAttr());
+    }
+    if (meshRef)
+      plan.mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(fn, meshRef);
+    for (unsigned p : params) {
+      auto s =
+          fn.getArgAttrOfType<ShardingAttr>(p, ParDialect::kShardingAttrName);
+      plan.param.push_back(s ? s.withoutPartial() : ShardingAttr());
+    }
+    plan.state = plan.param;
+    if (zero == 0)
+      return plan;
+
+    if (!plan.mesh) {
+      if (!zeroAxes.empty())
+        return fn.emitOpError("zero-axes names mesh axes, but the module has "
+                              "no single par.mesh the step is on");
+      mlir::emitRemark(fn.getLoc(),
+                       "zero=1 has no effect: no mesh (the optimizer state "
+                       "stays unsharded)");
+      return plan;
+    }
+    // The data-parallel axes: given, or those the data arguments split
+    // their batch dim (0) over, in mesh order.
+    llvm::SetVector<StringRef> axes;
+    if (!zeroAxes.empty()) {
+      for (const std::string &a : zeroAxes) {
+        if (plan.mesh.getAxisSize(a) < 0) {
+          auto diag = fn.emitOpError()
+                      << "zero-axes: unknown mesh axis '" << a << "' (mesh @"
+                      << plan.mesh.getSymName() << " has";
+          for (Attribute n : plan.mesh.getAxisNames())
+            diag << " '" << cast<StringAttr>(n).getValue() << "'";
+          return diag << ")";
+        }
+        if (!axes.insert(
+                cast<StringAttr>(
+                    plan.mesh.getAxisNames()[plan.mesh.getAxisIndex(a)])
+                    .getValue()))
+          return fn.emitOpError()
+                 << "zero-axes: mesh axis '" << a << "' is listed twice";
+      }
+    } else {
+      llvm::DenseSet<StringRef> batchAxes;
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+        if (fn.getArgAttr(i, ParDialect::kParamAttrName) ||
+            fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
+          continue;
+        auto s =
+            fn.getArgAttrOfType<ShardingAttr>(i, ParDialect::kShardingAttrName);
+        if (s && s.getRank() > 0 && s.getMesh() == meshRef)
+          for (StringRef a : s.getDimAxes(0))
+            batchAxes.insert(a);
+      }
+      for (Attribute n : plan.mesh.getAxisNames())
+        if (batchAxes.contains(cast<StringAttr>(n).getValue()))
+          axes.insert(cast<StringAttr>(n).getValue());
+    }
+    plan.axes.assign(axes.begin(), axes.end());
+    if (plan.axes.empty()) {
+      mlir::emitRemark(fn.getLoc(),
+                       "zero=1 has no effect: no data argument splits its dim "
+                       "0 over a mesh axis and zero-axes is empty (the "
+                       "optimizer state stays sharded like its parameter)");
+      return plan;
+    }
+    for (auto [j, p] : llvm::enumerate(params)) {
+      auto type = cast<RankedTensorType>(fn.getArgumentTypes()[p]);
+      // Pinned: an unannotated parameter would otherwise take the state's
+      // split from the update and be gathered in the forward.
+      ShardingAttr ps = plan.param[j];
+      if (!ps)
+        ps = ShardingAttr::getReplicated(ctx, meshRef, type.getRank());
+      else if (ps.getMesh() != meshRef)
+        return fn.emitOpError()
+               << "zero=1: parameter #" << p << " is on mesh " << ps.getMesh()
+               << ", the data-parallel axes on " << meshRef;
+      plan.param[j] = ps;
+      plan.state[j] = ps;
+      llvm::DenseSet<StringRef> used;
+      SmallVector<SmallVector<StringRef>> dims;
+      for (int64_t d = 0; d < ps.getRank(); ++d) {
+        dims.push_back(ps.getDimAxes(d));
+        used.insert(dims.back().begin(), dims.back().end());
+      }
+      SmallVector<StringRef> mine;
+      int64_t n = 1;
+      for (StringRef a : plan.axes)
+        if (!used.contains(a)) {
+          mine.push_back(a);
+          n *= plan.mesh.getAxisSize(a);
+        }
+      if (mine.empty() || n == 1)
+        continue;
+      bool placed = false;
+      for (int64_t d = 0; d < type.getRank() && !placed; ++d) {
+        if (type.isDynamicDim(d))
+          continue;
+        int64_t split = 1;
+        for (StringRef a : dims[d])
+          split *= plan.mesh.getAxisSize(a);
+        if (type.getDimSize(d) % (split * n) != 0)
+          continue;
+        llvm::append_range(dims[d], mine);
+        plan.state[j] = ShardingAttr::get(ctx, meshRef, dims);
+        placed = true;
+      }
+      if (!placed)
+        mlir::emitRemark(fn.getArgument(p).getLoc())
+            << "zero=1: parameter #" << p << " (" << type
+            << ") has no dimension that " << n
+            << " devices divide: its optimizer state and update "
+               "stay unsharded over the data-parallel axes";
+    }
+    return plan;
+  }
+
+  /// `[{}, {"tp"}]`: a sharding's per-dimension axes, without the mesh.
+  static void printDims(llvm::raw_ostream &os, ShardingAttr s) {
+    if (!s) {
+      os << "(open)";
+      return;
+    }
+    os << "[";
+    for (int64_t d = 0; d < s.getRank(); ++d) {
+      os << (d ? ", {" : "{");
+      llvm::interleaveComma(s.getDimAxes(d), os,
+                            [&](StringRef a) { os << "\"" << a << "\""; });
+      os << "}";
+    }
+    os << "]";
+  }
+
+  /// `report=true`: the state's layout and bytes per rank, and the ring
+  /// bytes per step of the gradient reduction and the parameter gather
+  /// (docs/Formulas.md) over the data-parallel axes.
+  void printStateReport(func::FuncOp step, func::FuncOp fn,
+                        ArrayRef<unsigned> params, const StatePlan &plan) {
+    unsigned K = stateKinds();
+    llvm::raw_ostream &os = llvm::outs();
+    os << "par-optimizer: @" << step.getName() << " " << optimizer
+       << " zero=" << static_cast<int64_t>(zero);
+    if (!plan.axes.empty()) {
+      os << " over [";
+      llvm::interleaveComma(plan.axes, os,
+                            [&](StringRef a) { os << "\"" << a << "\""; });
+      os << "]";
+    }
+    os << "\n";
+    int64_t stateBytes = 0, stateBytes0 = 0;
+    double reduceBytes = 0, gatherBytes = 0;
+    for (auto [j, p] : llvm::enumerate(params)) {
+      auto type = cast<RankedTensorType>(fn.getArgumentTypes()[p]);
+      int64_t eb = type.getElementTypeBitWidth() / 8;
+      int64_t local0 = localElements(type, plan.param[j], plan.mesh) * eb;
+      int64_t local = localElements(type, plan.state[j], plan.mesh) * eb;
+      stateBytes0 += K * local0;
+      stateBytes += K * local;
+      if (zero == 0)
+        continue;
+      os << "  #" << p << " " << type << " ";
+      printDims(os, plan.param[j]);
+      os << ": state ";
+      printDims(os, plan.state[j]);
+      os << ", " << K * local << " bytes per rank (zero=0: " << K * local0
+         << ")\n";
+      if (local0 != local) {
+        double n = static_cast<double>(local0) / local;
+        reduceBytes += (n - 1) / n * local0;
+        gatherBytes += (n - 1) / n * local0;
+      }
+    }
+    os << "  optimizer state per rank: " << stateBytes << " bytes";
+    if (zero != 0) {
+      os << " (zero=0: " << stateBytes0;
+      if (stateBytes > 0 && stateBytes != stateBytes0)
+        os << llvm::formatv(", {0:F2}x less",
+                            static_cast<double>(stateBytes0) / stateBytes);
+      os << ")";
+    }
+    if (plan.param.empty() ||
+        llvm::any_of(plan.param, [](ShardingAttr s) { return !s; }))
+      os << " (unannotated parameters counted as replicated)";
+    os << "\n";
+    if (zero != 0 && gatherBytes > 0)
+      os << llvm::formatv(
+          "  zero-sharded gradients per step and rank (ring): reduce_scatter "
+          "{0} + all_gather {1} = {2} bytes, the all_reduce's 2(n-1)/n*S\n",
+          static_cast<int64_t>(reduceBytes), static_cast<int64_t>(gatherBytes),
+          static_cast<int64_t>(reduceBytes + gatherBytes));
+  }
+
   /// For a pipeline stage (par-pipeline-split's `f_s<k>`): `f_s<k>_update(
   /// params..., grads..., state..., [t]) -> (params'..., state'..., [t'])`.
   /// The pipeline driver sums each gradient over the micro-batches; the
@@ -312,6 +562,10 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         return failure();
       decisionMesh = *mesh;
     }
+    if (zero != 0)
+      return fn.emitOpError("is a pipeline stage: zero=1 (ZeRO-1 optimizer "
+                            "state sharding) is not supported with pipeline "
+                            "stages (stages > 0) yet; use zero=0");
     if (clipNorm > 0)
       return fn.emitOpError("clip-norm needs the norm over all stages' "
                             "gradients, which pipelined updates do not "
@@ -439,6 +693,9 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     if (grad.getNumResults() != params.size() + 1)
       return grad.emitOpError("does not return the loss and one gradient per "
                               "parameter");
+    FailureOr<StatePlan> plan = planState(fn, params);
+    if (failed(plan))
+      return failure();
     MLIRContext *ctx = &getContext();
     Location loc = fn.getLoc();
     OpBuilder b(ctx);
@@ -540,9 +797,20 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                                                              : InitKind::Zeros));
     for (unsigned k = 0; k < statePerParam; ++k)
       for (auto [j, p] : llvm::enumerate(params))
-        if (Attribute s = fn.getArgAttr(p, ParDialect::kShardingAttrName))
+        if (ShardingAttr s = plan->state[j])
           step.setArgAttr(fn.getNumArguments() + k * params.size() + j,
                           ParDialect::kShardingAttrName, s);
+    // ZeRO-1 pins every parameter (and its result) to its layout, and the
+    // state results to theirs, so that the feedback needs no resharding.
+    if (zero != 0)
+      for (auto [j, p] : llvm::enumerate(params)) {
+        step.setArgAttr(p, ParDialect::kShardingAttrName, plan->param[j]);
+        step.setResultAttr(1 + j, ParDialect::kShardingAttrName,
+                           plan->param[j]);
+        for (unsigned k = 0; k < statePerParam; ++k)
+          step.setResultAttr(1 + (1 + k) * params.size() + j,
+                             ParDialect::kShardingAttrName, plan->state[j]);
+      }
     Block *body = step.addEntryBlock();
     b.setInsertionPointToStart(body);
     ValueRange args = body->getArguments();
@@ -580,6 +848,19 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                     b.getI64IntegerAttr(microBatches));
     }
     SmallVector<Value> results{loss};
+
+    // ZeRO-1: each gradient is wanted like its state, from here on (the
+    // unscale, the clipping and the update run on the local block). The
+    // gradient arrives reduced over the data-parallel axes, so this is a
+    // local slice; reducing straight into the slice (a reduce_scatter) is
+    // par-sink-reductions' rewrite.
+    auto isZeroSharded = [&](unsigned j) {
+      return zero != 0 && plan->state[j] != plan->param[j];
+    };
+    for (auto [j, g] : llvm::enumerate(grads))
+      if (isZeroSharded(j))
+        g = ShardingConstraintOp::create(b, loc, g.getType(), g,
+                                         plan->state[j]);
 
     // Loss scaling: the gradients are of scale * loss. Unscale them (what
     // clipping and the update see), then decide, over every device, whether
@@ -664,6 +945,12 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       for (unsigned j = 0; j < params.size(); ++j)
         stateVals.push_back(args[fn.getNumArguments() + k * params.size() + j]);
     emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
+    // ZeRO-1: the updated parameter back to the parameter's layout (an
+    // all_gather over the data-parallel axes).
+    for (unsigned j = 0; j < params.size(); ++j)
+      if (isZeroSharded(j))
+        results[1 + j] = ShardingConstraintOp::create(
+            b, loc, results[1 + j].getType(), results[1 + j], plan->param[j]);
     if (lossScale) {
       // A skipped step keeps parameters, state and step number, bit for bit.
       SmallVector<Value> prev(paramVals);
@@ -713,6 +1000,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       step->setAttr(ParDialect::kMixedPrecisionAttrName, mp);
     if (Attribute logits = fn->getAttr(ParDialect::kLogitsAttrName))
       step->setAttr(ParDialect::kLogitsAttrName, logits);
+    if (report)
+      printStateReport(step, fn, params, *plan);
     return success();
   }
 };

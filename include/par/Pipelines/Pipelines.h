@@ -153,6 +153,15 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
       llvm::cl::desc("Micro-batches per step (gradient accumulation, and "
                      "the pipeline schedule's m)"),
       llvm::cl::init(kOpt.microBatches)};
+  Option<int64_t> zero{
+      *this, "zero",
+      llvm::cl::desc("ZeRO stage: 0, or 1 (optimizer state and update "
+                     "sharded over the data-parallel axes; not with stages)"),
+      llvm::cl::init(kOpt.zero)};
+  ListOption<std::string> zeroAxes{
+      *this, "zero-axes",
+      llvm::cl::desc("zero=1: the mesh axes to shard the optimizer state "
+                     "over (default: those the data's dim 0 is split over)")};
   // Pipelining.
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Pipeline stages (0: no pipeline)"),
@@ -175,8 +184,9 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
       llvm::cl::init(false)};
   // Reports and outputs.
   Option<bool> report{*this, "report",
-                      llvm::cl::desc("Print the stage split and the "
-                                     "schedule diagram"),
+                      llvm::cl::desc("Print the stage split, the "
+                                     "schedule diagram and the optimizer "
+                                     "state's layout and bytes"),
                       llvm::cl::init(false)};
   Option<bool> commReport{
       *this, "comm-report",
