@@ -25,6 +25,7 @@
 #ifndef PAR_PIPELINES_PIPELINES_H
 #define PAR_PIPELINES_PIPELINES_H
 
+#include "par/Dialect/Par/Transforms/Passes.h"
 #include "par/Pipelining/Passes.h"
 #include "par/Training/Passes.h"
 
@@ -36,11 +37,17 @@ namespace mlir::par {
 /// Options of `par-spmd`.
 struct SPMDPipelineOptions
     : public PassPipelineOptions<SPMDPipelineOptions> {
+  inline static const BucketReductionsOptions kBucket{};
   Option<std::string> gradReduce{
       *this, "grad-reduce",
       llvm::cl::desc("Mixed precision: the type of the data-parallel "
                      "gradient reduction, f32 (default) or compute"),
       llvm::cl::init("f32")};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("Largest gradient bucket in local bytes "
+                     "(par-bucket-reductions; 0: every all-reduce alone)"),
+      llvm::cl::init(kBucket.bucketBytes)};
   Option<bool> report{*this, "report",
                       llvm::cl::desc("Print the communication report"),
                       llvm::cl::init(false)};
@@ -68,6 +75,15 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
                      "(default, Megatron's) or in the compute type (half "
                      "the bytes, as DDP's fp16/bf16 hooks)"),
       llvm::cl::init("f32")};
+  inline static const BucketReductionsOptions kBucket{};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("Data-parallel gradients and other all-reduces of one "
+                     "group are sent in buckets of at most this many local "
+                     "bytes, each one message started asynchronously "
+                     "(DDP's 25 MiB by default; 0: one blocking message "
+                     "per all-reduce)"),
+      llvm::cl::init(kBucket.bucketBytes)};
   ListOption<std::string> keep{
       *this, "keep",
       llvm::cl::desc("Op kinds that stay f32 under mixed precision "
@@ -189,6 +205,7 @@ struct BackendOptions {
   std::string manifest;     // manifest path ("" = none)
   bool report = false;      // communication report
   std::string gradReduce = "f32"; // or "compute" (mixed precision)
+  int64_t bucketBytes = BucketReductionsOptions{}.bucketBytes; // 0: none
 };
 
 /// The back half's options as `options` states them.
