@@ -10,10 +10,11 @@
 //   train           optimizer != none: gradients (par-autodiff) and the
 //                   step (par-optimizer)
 //   schedule        stages > 0: every pipeline rank's actions
-//   spmd            propagation, partitioning, cleanup, verify (or, for
-//                   the reference, the shardings stripped)
+//   spmd            propagation, partitioning, cleanup, gradient buckets,
+//                   verify (or, for the reference, the shardings stripped)
 //   export          the manifest, when a path is given
-//   bufferize       one-shot bufferization, deallocation
+//   bufferize       one-shot bufferization, buckets started and waited
+//                   for asynchronously, deallocation
 //   lower           runtime calls, loops, LLVM dialect, packed entries
 //
 // Room is left for the phases still to come (precision before train,
