@@ -38,11 +38,14 @@ LogicalResult writeModule(ModuleOp module, const std::string &path,
 /// One program of the artifact: the back half on a copy of the front
 /// half's result, then the shared object.
 LogicalResult buildProgram(ModuleOp front, StringRef stem, bool reference,
-                           bool report, const ArtifactOptions &artifact,
+                           bool report, const CompileOptions &options,
+                           const ArtifactOptions &artifact,
                            std::string &error) {
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(front->clone()));
   std::string base = artifact.outputDir + "/" + stem.str();
-  BackendOptions backend;
+  // The back half's options as given (grad-reduce, bucket-bytes), with
+  // what differs between the two programs.
+  BackendOptions backend = getBackendOptions(options);
   backend.reference = reference;
   backend.report = report;
   backend.manifest = base + ".json";
@@ -86,11 +89,11 @@ LogicalResult mlir::par::buildArtifact(ModuleOp model,
     return failure();
   }
   if (failed(buildProgram(model, "sharded", /*reference=*/false,
-                          options.commReport, artifact, error)))
+                          options.commReport, options, artifact, error)))
     return failure();
   if (artifact.reference &&
       failed(buildProgram(model, "reference", /*reference=*/true,
-                          /*report=*/false, artifact, error)))
+                          /*report=*/false, options, artifact, error)))
     return failure();
   return success();
 }

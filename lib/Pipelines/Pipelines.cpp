@@ -47,6 +47,13 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
   // partitioned program, where the reductions are.
   if (options.gradReduce == "compute")
     pm.addPass(createGradientReducePrecision());
+  // Buckets (DDP) and the all-reduce combiner (XLA): on the final
+  // reductions, after their element types are settled (a bucket has one).
+  if (options.bucketBytes != 0) {
+    BucketReductionsOptions bucket;
+    bucket.bucketBytes = options.bucketBytes;
+    pm.addPass(createBucketReductions(bucket));
+  }
   // The stage's contract.
   pm.addPass(createVerifySPMD());
   if (options.report)
@@ -149,6 +156,7 @@ BackendOptions mlir::par::getBackendOptions(const CompileOptions &options) {
   b.report = options.commReport;
   b.gradReduce = options.gradReduce;
   b.sinkReductions = options.sinkReductions;
+  b.bucketBytes = options.bucketBytes;
   return b;
 }
 
@@ -159,6 +167,7 @@ void mlir::par::buildSPMDPhase(OpPassManager &pm,
     spmd.report = options.report;
     spmd.gradReduce = options.gradReduce;
     spmd.sinkReductions = options.sinkReductions;
+    spmd.bucketBytes = options.bucketBytes;
     buildSPMDPipeline(pm, spmd);
     return;
   }
@@ -199,6 +208,10 @@ void mlir::par::buildBufferizePhase(OpPassManager &pm) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Buckets start where they are and are waited for before the first access
+  // to their buffers: on buffers (where accesses and aliases are explicit)
+  // and before deallocation, whose frees then follow the waits.
+  pm.addPass(createAsyncCollectives());
   // Every temporary is freed; returned buffers belong to the caller.
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());

@@ -68,6 +68,48 @@ func.func @p2p(%a: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
 
 // -----
 
+// Tests that a bucket becomes one call with its members as (in, out, count)
+// i64 triples in a stack array allocated once at the function's entry: two
+// members (32 and 4 elements, fresh outputs), f32 (0), sum (0), axes y (2).
+// CHECK-LABEL: func.func @bucket
+// CHECK:         %[[M:.*]] = memref.alloca() : memref<6xi64>
+// CHECK:         %[[OA:.*]] = memref.alloc() : memref<8x4xf32>
+// CHECK:         %[[OB:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-DAG:     memref.store %{{.*}}, %[[M]][%c0] : memref<6xi64>
+// CHECK-DAG:     memref.store %{{.*}}, %[[M]][%c1] : memref<6xi64>
+// CHECK-DAG:     memref.store %c32_i64, %[[M]][%c2] : memref<6xi64>
+// CHECK-DAG:     memref.store %{{.*}}, %[[M]][%c3] : memref<6xi64>
+// CHECK-DAG:     memref.store %{{.*}}, %[[M]][%c4] : memref<6xi64>
+// CHECK-DAG:     memref.store %c4_i64, %[[M]][%c5] : memref<6xi64>
+// CHECK:         %[[P:.*]] = memref.extract_aligned_pointer_as_index %[[M]]
+// CHECK:         %[[ADDR:.*]] = arith.index_cast %[[P]] : index to i64
+// CHECK:         call @par_rt_k_bucket_all_reduce(%[[ADDR]], %c2_i64, %c0_i32, %c0_i32{{.*}}, %c2_i64{{.*}}) : (i64, i64, i32, i32, i64) -> ()
+// CHECK:         return %[[OA]], %[[OB]]
+par.mesh @mesh ["x"=2, "y"=4]
+func.func @bucket(%a: tensor<8x4xf32>, %b: tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>) {
+  %0:2 = par.bucket_all_reduce %a, %b on @mesh axes = ["y"] kind = sum : tensor<8x4xf32>, tensor<4xf32>
+  return %0#0, %0#1 : tensor<8x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that a started all-reduce returns the runtime's request handle,
+// which the wait passes back (max = 1, axes x,y = 513).
+// CHECK-LABEL: func.func @start_wait
+// CHECK:         memref.alloca() : memref<3xi64>
+// CHECK:         %[[H:.*]] = call @par_rt_k_all_reduce_start(%{{.*}}, %c1_i64, %c0_i32, %c1_i32, %c513_i64) : (i64, i64, i32, i32, i64) -> i64
+// CHECK-NEXT:    memref.copy
+// CHECK-NEXT:    call @par_rt_k_wait(%[[H]]) : (i64) -> ()
+par.mesh @mesh ["x"=2, "y"=4]
+func.func @start_wait(%a: memref<16xf32>, %b: memref<16xf32>, %c: memref<4xf32>, %d: memref<4xf32>) {
+  %h = par.buffer_all_reduce_start ins(%a : memref<16xf32>) outs(%b : memref<16xf32>) on @mesh axes = ["x", "y"] kind = max
+  memref.copy %c, %d : memref<4xf32> to memref<4xf32>
+  par.buffer_wait %h ins(%a : memref<16xf32>) outs(%b : memref<16xf32>)
+  return
+}
+
+// -----
+
 // Tests that an element type the runtime has no code for is an error at
 // the op.
 par.mesh @mesh ["x"=2, "y"=4]

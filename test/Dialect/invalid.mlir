@@ -1476,3 +1476,101 @@ func.func @mp_f64() attributes {par.mixed_precision = f64} { return }
 // Tests that par.loss_scale_results names two results.
 // expected-error @+1 {{'par.loss_scale_results' must be [scale, finite] result indices of a function}}
 func.func @ls_results() attributes {par.loss_scale_results = array<i64: 1>} { return }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Buckets and asynchronous all-reduces
+//===----------------------------------------------------------------------===//
+
+par.mesh @m ["a"=2]
+func.func @f(%x: tensor<4xf32>, %y: tensor<4xbf16>) {
+  // Tests that a bucket has one element type (the runtime packs one buffer).
+  // expected-error@+1 {{'par.bucket_all_reduce' op member #1 has element type 'bf16', the bucket's is 'f32'}}
+  %0:2 = par.bucket_all_reduce %x, %y on @m axes = ["a"] kind = sum : tensor<4xf32>, tensor<4xbf16>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2]
+func.func @f() {
+  // Tests that a bucket has at least one member.
+  // expected-error@+1 {{'par.bucket_all_reduce' op needs at least one member}}
+  "par.bucket_all_reduce"() <{axes = ["a"], kind = #par<reduction sum>, mesh = @m}> : () -> ()
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2]
+func.func @f(%x: tensor<4xf32>) {
+  // Tests that a bucket's axes are checked like an all_reduce's.
+  // expected-error@+1 {{'par.bucket_all_reduce' op unknown mesh axis 'b' (mesh @m)}}
+  %0 = par.bucket_all_reduce %x on @m axes = ["b"] kind = sum : tensor<4xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2]
+func.func @f(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // Tests that the buffer form pairs inputs with outputs.
+  // expected-error@+1 {{'par.buffer_bucket_all_reduce' op has 2 inputs but 1 outputs}}
+  par.buffer_bucket_all_reduce ins(%a, %a : memref<4xf32>, memref<4xf32>) outs(%b : memref<4xf32>) on @m axes = ["a"] kind = sum
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2]
+func.func @f(%a: memref<4xf32>, %b: memref<8xf32>) {
+  // Tests that each output has its input's shape.
+  // expected-error@+1 {{'par.buffer_bucket_all_reduce' op result dimension 0 should be 4, got 8}}
+  par.buffer_bucket_all_reduce ins(%a : memref<4xf32>) outs(%b : memref<8xf32>) on @m axes = ["a"] kind = sum
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2]
+func.func @f(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // Tests that a started all-reduce is waited for.
+  // expected-error@+1 {{'par.buffer_all_reduce_start' op request must be completed by exactly one par.buffer_wait}}
+  %h = par.buffer_all_reduce_start ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on @m axes = ["a"] kind = sum
+  return
+}
+
+// -----
+
+func.func @f(%h: i64, %a: memref<4xf32>, %b: memref<4xf32>) {
+  // Tests that a wait completes a start, not any integer.
+  // expected-error@+1 {{'par.buffer_wait' op request must come from a par.buffer_all_reduce_start}}
+  par.buffer_wait %h ins(%a : memref<4xf32>) outs(%b : memref<4xf32>)
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2]
+func.func @f(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
+  %h = par.buffer_all_reduce_start ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on @m axes = ["a"] kind = sum
+  // Tests that the wait names its start's buffers (their effects keep
+  // other accesses and deallocations out of the window).
+  // expected-error@+1 {{'par.buffer_wait' op must name the buffers of its par.buffer_all_reduce_start}}
+  par.buffer_wait %h ins(%a : memref<4xf32>) outs(%c : memref<4xf32>)
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2]
+func.func @f(%a: memref<4xf32>, %b: memref<4xf32>, %p: i1) {
+  %h = par.buffer_all_reduce_start ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on @m axes = ["a"] kind = sum
+  scf.if %p {
+    // Tests that the wait is in its start's block.
+    // expected-error@+1 {{'par.buffer_wait' op must be in the block of its par.buffer_all_reduce_start}}
+    par.buffer_wait %h ins(%a : memref<4xf32>) outs(%b : memref<4xf32>)
+  }
+  return
+}

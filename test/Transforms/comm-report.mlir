@@ -18,6 +18,14 @@
 // CHECK-NEXT:    total: 8 collectives, 2816 bytes per device
 // CHECK-LABEL: par-comm-report: @nothing
 // CHECK-NEXT:    total: 0 collectives, 0 bytes per device
+// Tests that a bucket is one collective (one message) with the bytes of its
+// members together: 2(n-1)/n * (512 + 64 + 4) = 580 on n=2; a bf16 bucket
+// over x,y (n=8): 2*7/8 * (256 + 32) = 504.
+// CHECK-LABEL: par-comm-report: @buckets
+// CHECK-NEXT:    par.bucket_all_reduce axes=["x"] n=2 f32 3 tensors: 580 bytes
+// CHECK-NEXT:    par.bucket_all_reduce axes=["x", "y"] n=8 bf16 2 tensors: 504 bytes
+// CHECK-NEXT:    par.all_reduce axes=["x"] n=2 f32 tensor<f32>: 4 bytes
+// CHECK-NEXT:    total: 3 collectives, 1088 bytes per device
 // BADFILE: cannot open report file '/nonexistent/dir/r.txt'
 par.mesh @mesh ["x"=2, "y"=4]
 func.func @collectives(%a: tensor<8x16xf32>, %b: tensor<8x16xbf16>, %c: tensor<8x4xf32>, %d: tensor<8x16xi8>) {
@@ -34,4 +42,10 @@ func.func @collectives(%a: tensor<8x16xf32>, %b: tensor<8x16xbf16>, %c: tensor<8
 }
 func.func @nothing(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {
   return %a : tensor<8x16xf32>
+}
+func.func @buckets(%a: tensor<8x16xf32>, %b: tensor<16xf32>, %c: tensor<f32>, %d: tensor<8x16xbf16>, %e: tensor<16xbf16>) {
+  %0:3 = par.bucket_all_reduce %a, %b, %c on @mesh axes = ["x"] kind = sum : tensor<8x16xf32>, tensor<16xf32>, tensor<f32>
+  %1:2 = par.bucket_all_reduce %d, %e on @mesh axes = ["x", "y"] kind = sum : tensor<8x16xbf16>, tensor<16xbf16>
+  %2 = par.all_reduce %c on @mesh axes = ["x"] kind = sum : tensor<f32>
+  return
 }

@@ -101,17 +101,18 @@ func.func @attention(%x: tensor<16x32xf32>,
 
 // Tests data parallelism on a hand-written forward + backward + SGD step of a
 // two-layer network: the batch is split over dp, weights are replicated.
-// Each weight gradient gets one all_reduce over dp (and the scalar loss one);
-// activations never move.
+// Each weight gradient gets an all_reduce over dp (and the scalar loss one);
+// activations never move. The three reductions are independent until the
+// SGD update, so par-bucket-reductions sends them as one bucket: one
+// message of 3/2 * (4 + 2048 + 512) = 3846 bytes.
 // CHECK-LABEL: par-comm-report: @dp_train_step
-// CHECK-DAG:     par.all_reduce axes=["dp"] n=4 f32 tensor<f32>: 6 bytes
-// CHECK-DAG:     par.all_reduce axes=["dp"] n=4 f32 tensor<16x32xf32>: 3072 bytes
-// CHECK-DAG:     par.all_reduce axes=["dp"] n=4 f32 tensor<32x4xf32>: 768 bytes
-// CHECK:         total: 3 collectives, 3846 bytes per device
+// CHECK-NEXT:    par.bucket_all_reduce axes=["dp"] n=4 f32 3 tensors: 3846 bytes
+// CHECK-NEXT:    total: 1 collectives, 3846 bytes per device
 // CHECK-LABEL: func.func @dp_train_step
 // CHECK-SAME:    (%{{.*}}: tensor<16x16xf32> {par.global_type = tensor<64x16xf32>
 // CHECK-NOT:     par.all_gather
 // CHECK-NOT:     par.reduce_scatter
+// CHECK:         par.bucket_all_reduce %{{.*}}, %{{.*}}, %{{.*}} on @mesh axes = ["dp"] kind = sum : tensor<f32>, tensor<32x4xf32>, tensor<16x32xf32>
 // CHECK:         return {{.*}} : tensor<f32>, tensor<16x32xf32>, tensor<32x4xf32>
 par.mesh @mesh ["dp"=4]
 #map2 = affine_map<(i, j) -> (i, j)>

@@ -10,10 +10,11 @@
 //   train           optimizer != none: gradients (par-autodiff) and the
 //                   step (par-optimizer)
 //   schedule        stages > 0: every pipeline rank's actions
-//   spmd            propagation, partitioning, cleanup, verify (or, for
-//                   the reference, the shardings stripped)
+//   spmd            propagation, partitioning, cleanup, gradient buckets,
+//                   verify (or, for the reference, the shardings stripped)
 //   export          the manifest, when a path is given
-//   bufferize       one-shot bufferization, deallocation
+//   bufferize       one-shot bufferization, buckets started and waited
+//                   for asynchronously, deallocation
 //   lower           runtime calls, loops, LLVM dialect, packed entries
 //
 // Room is left for the phases still to come (precision before train,
@@ -25,6 +26,7 @@
 #ifndef PAR_PIPELINES_PIPELINES_H
 #define PAR_PIPELINES_PIPELINES_H
 
+#include "par/Dialect/Par/Transforms/Passes.h"
 #include "par/Pipelining/Passes.h"
 #include "par/Training/Passes.h"
 
@@ -36,6 +38,7 @@ namespace mlir::par {
 /// Options of `par-spmd`.
 struct SPMDPipelineOptions
     : public PassPipelineOptions<SPMDPipelineOptions> {
+  inline static const BucketReductionsOptions kBucket{};
   Option<std::string> gradReduce{
       *this, "grad-reduce",
       llvm::cl::desc("Mixed precision: the type of the data-parallel "
@@ -46,6 +49,11 @@ struct SPMDPipelineOptions
       llvm::cl::desc("Let partial values flow through linear ops "
                      "(par-sink-reductions; default true)"),
       llvm::cl::init(true)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("Largest gradient bucket in local bytes "
+                     "(par-bucket-reductions; 0: every all-reduce alone)"),
+      llvm::cl::init(kBucket.bucketBytes)};
   Option<bool> report{*this, "report",
                       llvm::cl::desc("Print the communication report"),
                       llvm::cl::init(false)};
@@ -80,6 +88,15 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
                      "them (one reduction for several, micro-batch "
                      "gradients reduced once per step; default true)"),
       llvm::cl::init(true)};
+  inline static const BucketReductionsOptions kBucket{};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("Data-parallel gradients and other all-reduces of one "
+                     "group are sent in buckets of at most this many local "
+                     "bytes, each one message started asynchronously "
+                     "(DDP's 25 MiB by default; 0: one blocking message "
+                     "per all-reduce)"),
+      llvm::cl::init(kBucket.bucketBytes)};
   ListOption<std::string> keep{
       *this, "keep",
       llvm::cl::desc("Op kinds that stay f32 under mixed precision "
@@ -212,6 +229,7 @@ struct BackendOptions {
   bool report = false;      // communication report
   std::string gradReduce = "f32"; // or "compute" (mixed precision)
   bool sinkReductions = true;     // par-sink-reductions
+  int64_t bucketBytes = BucketReductionsOptions{}.bucketBytes; // 0: none
 };
 
 /// The back half's options as `options` states them.

@@ -60,6 +60,27 @@ void par_rt_k_all_to_all(int64_t in, int64_t out, int64_t A, int64_t B,
                          int64_t C, int64_t D, int32_t dtype, int64_t axes);
 void par_rt_k_all_slice(int64_t in, int64_t out, int64_t A, int64_t B,
                         int32_t dtype, int64_t axes);
+/* Bucket all-reduces: `n` >= 1 all-reduces of one dtype and reduction over
+ * one group, sent as ONE message (the members packed, in order, into one
+ * staging buffer; PyTorch DDP's gradient buckets). `members` is the address
+ * of n triples of int64 (in, out, count): member i reduces `count`
+ * elements of `in` into `out` (in == out allowed). The statistics count a
+ * bucket as one collective with the ring bytes of all members together.
+ * par_rt_k_bucket_all_reduce returns when the outputs are ready. */
+void par_rt_k_bucket_all_reduce(int64_t members, int64_t n, int32_t dtype,
+                                int32_t reduction, int64_t axes);
+/* The same, started: copies the triples, starts the transfer and returns a
+ * request handle (> 0). Until par_rt_k_wait(handle) returns, the inputs may
+ * be read but not written and the outputs must not be touched. Every
+ * process of the group starts its buckets in the same order. The
+ * transfer advances inside later kernel calls (and the wait). */
+int64_t par_rt_k_all_reduce_start(int64_t members, int64_t n, int32_t dtype,
+                                  int32_t reduction, int64_t axes);
+/* Completes a started all-reduce; a handle that is unknown or already
+ * complete ends the job with a message (par_rt_request_wait, par_runtime.h,
+ * returns a status instead). */
+void par_rt_k_wait(int64_t request);
+
 /* `root` is the root's index within the group. */
 void par_rt_k_broadcast(int64_t in, int64_t out, int64_t count,
                         int32_t dtype, int64_t root, int64_t axes);

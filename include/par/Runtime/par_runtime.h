@@ -119,6 +119,12 @@ par_status_t par_rt_send_async(par_rt_context_t *context, const void *buffer,
                                int64_t coords, int64_t tag);
 /* Completes every par_rt_send_async started so far. */
 par_status_t par_rt_wait_sends(par_rt_context_t *context);
+/* Completes a bucket all-reduce started by par_rt_k_all_reduce_start
+ * (par_kernel_abi.h), as par_rt_k_wait does, but returns a status instead
+ * of ending the job: PAR_ERR_INVALID_ARGUMENT ("request 7 is unknown or
+ * already complete") for a handle that was never returned or was already
+ * waited for. */
+par_status_t par_rt_request_wait(par_rt_context_t *context, int64_t request);
 double par_rt_now_seconds(void);
 
 /* Host-side helpers par-run uses (over the world communicator, sizes in

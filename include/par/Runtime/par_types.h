@@ -20,8 +20,10 @@
 #include <stdint.h>
 
 /* 1: the single par_runtime.h. 2: host API and kernel ABI split, the world
- * option (local or MPI), memrefCopy, par_rt_api_version. */
-#define PAR_RT_API_VERSION 2
+ * option (local or MPI), memrefCopy, par_rt_api_version. 3: bucket
+ * all-reduces (par_rt_k_bucket_all_reduce, par_rt_k_all_reduce_start,
+ * par_rt_k_wait, par_rt_request_wait). */
+#define PAR_RT_API_VERSION 3
 
 #ifdef __cplusplus
 extern "C" {

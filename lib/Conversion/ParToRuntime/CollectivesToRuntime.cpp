@@ -15,6 +15,7 @@
 #include "par/Conversion/ParToRuntime/RuntimeABI.h"
 
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "par-collectives-to-runtime"
@@ -214,6 +215,79 @@ struct RecvPattern : PeerPattern<RecvPattern, BufferRecvOp> {
   static ArrayRef<int64_t> peer(BufferRecvOp op) { return op.getSource(); }
 };
 
+/// The members of a bucket as the kernels take them: a stack array of
+/// (in, out, count) i64 triples, allocated once at the function's entry
+/// (so that a bucket in a loop does not grow the stack) and filled here.
+/// Returns its address.
+Value emitMembers(PatternRewriter &rewriter, Location loc, Operation *op,
+                  ValueRange ins, ValueRange outs) {
+  auto type = MemRefType::get({int64_t(3 * ins.size())},
+                              rewriter.getI64Type());
+  Value members;
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    auto fn = op->getParentOfType<FunctionOpInterface>();
+    rewriter.setInsertionPointToStart(&fn.getFunctionBody().front());
+    members = memref::AllocaOp::create(rewriter, loc, type);
+  }
+  auto store = [&](Value v, int64_t at) {
+    memref::StoreOp::create(rewriter, loc, v, members,
+                            ValueRange{arith::ConstantIndexOp::create(
+                                rewriter, loc, at)});
+  };
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(ins, outs))) {
+    auto [in, out] = pair;
+    store(emitBufferAddress(rewriter, loc, in), 3 * i);
+    store(emitBufferAddress(rewriter, loc, out), 3 * i + 1);
+    store(i64(rewriter, loc,
+              product(cast<MemRefType>(in.getType()).getShape())),
+          3 * i + 2);
+  }
+  return emitBufferAddress(rewriter, loc, members);
+}
+
+/// A bucket, blocking (par_rt_k_bucket_all_reduce) or started
+/// (par_rt_k_all_reduce_start, which returns the request handle): members,
+/// their number, dtype, reduction, axes.
+template <typename OpTy>
+struct BucketPattern : public OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    FailureOr<KernelInfo> info = getKernelInfo(
+        op, dataType(op), op.getMeshAttr(), op.getAxes(), /*emit=*/false);
+    if (failed(info) || !op->template getParentOfType<FunctionOpInterface>())
+      return rewriter.notifyMatchFailure(op, "not a runtime kernel call");
+    Location loc = op.getLoc();
+    SmallVector<Value> args{
+        emitMembers(rewriter, loc, op, op.getInputs(), op.getOutputs()),
+        i64(rewriter, loc, op.getInputs().size()),
+        i32(rewriter, loc, info->dtype),
+        i32(rewriter, loc, (int64_t)op.getKind()),
+        i64(rewriter, loc, info->axes)};
+    constexpr bool started = std::is_same_v<OpTy, BufferAllReduceStartOp>;
+    func::CallOp call = emitRuntimeCall(
+        rewriter, loc, op,
+        started ? "par_rt_k_all_reduce_start" : "par_rt_k_bucket_all_reduce",
+        args,
+        started ? TypeRange(rewriter.getI64Type()) : TypeRange());
+    rewriter.replaceOp(op, call.getResults());
+    return success();
+  }
+};
+
+/// The wait needs only the request: par_rt_k_wait(request).
+struct WaitPattern : public OpRewritePattern<BufferWaitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BufferWaitOp op,
+                                PatternRewriter &rewriter) const override {
+    emitRuntimeCall(rewriter, op.getLoc(), op, "par_rt_k_wait",
+                    ValueRange{op.getRequest()});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 /// Emits the reason for every buffer collective the runtime cannot take.
 template <typename... OpTys>
 bool checkAll(ModuleOp module) {
@@ -235,9 +309,10 @@ struct CollectivesToRuntimePass
           CollectivesToRuntimePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!checkAll<BufferAllReduceOp, BufferAllGatherOp, BufferReduceScatterOp,
-                  BufferAllToAllOp, BufferAllSliceOp, BufferBroadcastOp,
-                  BufferSendOp, BufferRecvOp>(module))
+    if (!checkAll<BufferAllReduceOp, BufferBucketAllReduceOp,
+                  BufferAllReduceStartOp, BufferAllGatherOp,
+                  BufferReduceScatterOp, BufferAllToAllOp, BufferAllSliceOp,
+                  BufferBroadcastOp, BufferSendOp, BufferRecvOp>(module))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateCollectivesToRuntimePatterns(patterns);
@@ -257,5 +332,7 @@ void mlir::par::populateCollectivesToRuntimePatterns(
     RewritePatternSet &patterns) {
   patterns.add<AllReducePattern, AllGatherPattern, ReduceScatterPattern,
                AllToAllPattern, AllSlicePattern, BroadcastPattern, SendPattern,
-               RecvPattern>(patterns.getContext());
+               RecvPattern, BucketPattern<BufferBucketAllReduceOp>,
+               BucketPattern<BufferAllReduceStartOp>, WaitPattern>(
+      patterns.getContext());
 }

@@ -71,8 +71,9 @@ int64_t mlir::par::getGroupIndex(MeshOp mesh, ArrayAttr axes,
   return index;
 }
 
-void mlir::par::emitRuntimeCall(OpBuilder &b, Location loc, Operation *from,
-                                StringRef name, ValueRange args) {
+func::CallOp mlir::par::emitRuntimeCall(OpBuilder &b, Location loc,
+                                        Operation *from, StringRef name,
+                                        ValueRange args, TypeRange results) {
   auto module = from->getParentOfType<ModuleOp>();
   auto fn = module.lookupSymbol<func::FuncOp>(name);
   if (!fn) {
@@ -80,10 +81,10 @@ void mlir::par::emitRuntimeCall(OpBuilder &b, Location loc, Operation *from,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());
     fn = func::FuncOp::create(
-        b, loc, name, b.getFunctionType(TypeRange(args), TypeRange()));
+        b, loc, name, b.getFunctionType(TypeRange(args), results));
     fn.setPrivate();
   }
-  func::CallOp::create(b, loc, fn, args);
+  return func::CallOp::create(b, loc, fn, args);
 }
 
 Value mlir::par::emitBufferAddress(OpBuilder &b, Location loc, Value memref) {

@@ -42,8 +42,9 @@
 extern "C" {
 #endif
 
-/* 1: the CUDA-only table. 2: one table for every backend. */
-#define PAR_RT_BACKEND_ABI_VERSION 2u
+/* 1: the CUDA-only table. 2: one table for every backend. 3: bucket
+ * all-reduces (bucket_start, bucket_wait, progress). */
+#define PAR_RT_BACKEND_ABI_VERSION 3u
 
 /* The processes of a world, as its world backend reports them. */
 typedef struct par_rt_backend_world_t {
@@ -76,6 +77,14 @@ typedef struct par_rt_backend_group_t {
   int64_t index;
   int64_t color;
 } par_rt_backend_group_t;
+
+/* One member of a bucket all-reduce: `count` elements of `in` reduced over
+ * the group into `out` (`in == out` is allowed). */
+typedef struct par_rt_bucket_member_t {
+  const void *in;
+  void *out;
+  int64_t count;
+} par_rt_bucket_member_t;
 
 typedef struct par_rt_backend_t {
   uint32_t abi_version; /* PAR_RT_BACKEND_ABI_VERSION */
@@ -154,6 +163,27 @@ typedef struct par_rt_backend_t {
                                void *c, int64_t batch, int64_t M, int64_t N,
                                int64_t K, int32_t trans_a, int32_t trans_b,
                                int32_t dtype, int32_t accumulate);
+
+  /*--- Buckets (every backend) ---*/
+  /* Starts the all-reduce of `n` >= 1 members of one dtype and reduction as
+   * ONE message over the group (members packed in order into one staging
+   * buffer, unless there is one member) and returns the backend's request
+   * in *request (NULL on failure). The member array is copied. Until
+   * bucket_wait the inputs may be read but not written, the outputs neither
+   * read nor written. Requests complete in any order. */
+  par_status_t (*bucket_start)(void *state,
+                               const par_rt_backend_group_t *group,
+                               const par_rt_bucket_member_t *members,
+                               int64_t n, int32_t dtype, int32_t reduction,
+                               void **request);
+  /* Completes a started bucket: the outputs hold the reductions. Frees the
+   * request, also on failure. */
+  par_status_t (*bucket_wait)(void *state, void *request);
+  /* Lets started buckets advance without blocking (MPI progresses a
+   * nonblocking collective mostly inside MPI calls); NULL when they
+   * progress on their own. Called by core at kernel entries while requests
+   * are pending. */
+  par_status_t (*progress)(void *state);
 } par_rt_backend_t;
 
 typedef const par_rt_backend_t *(*par_rt_backend_get_fn)(void);

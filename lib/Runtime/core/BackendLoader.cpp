@@ -129,6 +129,8 @@ bool par::rt::hasEntriesFor(const par_rt_backend_t &t, bool world,
       {"wait_sends", t.wait_sends != nullptr, false},
       {"recv", t.recv != nullptr, false},
       {"matmul", t.matmul != nullptr, false},
+      {"bucket_start", t.bucket_start != nullptr, false},
+      {"bucket_wait", t.bucket_wait != nullptr, false},
   };
   for (const Entry &e : entries)
     if (!e.present && (world || !e.worldOnly)) {

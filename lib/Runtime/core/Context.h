@@ -68,6 +68,12 @@ struct par_rt_context_t {
   /// Kernel records while tracing (par_rt_trace_enable).
   bool tracing = false;
   std::vector<par_rt_trace_event_t> trace;
+
+  /// Buckets started (par_rt_k_all_reduce_start) and not waited for: the
+  /// handle the program holds -> the device backend's request. Handles are
+  /// never reused, so a stale one is recognised as such.
+  std::unordered_map<int64_t, void *> requests;
+  int64_t nextRequest = 1;
 };
 
 namespace par::rt {
@@ -106,6 +112,11 @@ Group *findGroup(par_rt_context_t &ctx, int64_t code, std::string &why);
 /// -1 with `why` set.
 int64_t peerRank(const par_rt_context_t &ctx, int64_t axes, int64_t coords,
                  std::string &why);
+
+/// Completes started bucket `request` (Kernels.cpp): PAR_OK, or
+/// PAR_ERR_INVALID_ARGUMENT for a handle that was never started or is
+/// already complete, or the backend's failure; sets ctx.error.
+par_status_t waitRequest(par_rt_context_t &ctx, int64_t request);
 
 /// The local backend (core/LocalBackend.cpp): a world of one process.
 const par_rt_backend_t *localBackend();

@@ -1,7 +1,7 @@
 //===- Kernels.cpp - The kernel entry points and their dispatch -----------===//
 //
 // The par_rt_k_* functions of par_kernel_abi.h (and par_rt_send_async, the
-// started form of send). Each validates its scalar arguments, resolves the
+// started form of send, and par_rt_request_wait). Each validates its scalar arguments, resolves the
 // axes code to a group or the coordinates to a peer, dispatches once through
 // the context's device backend table, accounts statistics and tracing, and
 // aborts the job with "par runtime: <kernel>: <reason>" on any failure:
@@ -9,7 +9,14 @@
 // on one process would leave the others waiting forever.
 //
 // Statistics use the ring formulas par-comm-report uses, so that measured
-// and predicted traffic compare directly.
+// and predicted traffic compare directly. A bucket is one collective (one
+// message) with the ring bytes of its members together, counted when it
+// starts; its wait adds only time.
+//
+// While buckets are in flight, every kernel entry first lets the backend
+// advance them (its `progress`: MPI_Testall on the MPI backend), so that
+// a transfer moves while the program computes between start and wait
+// (matmuls, other collectives) and not only inside the wait.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,9 +40,13 @@ class KernelCall {
 public:
   /// A kernel on the current context; most need a mesh (matmul does not).
   explicit KernelCall(const char *name, bool needsMesh = true)
-      : name(name), ctx(current(name, needsMesh)) {}
+      : name(name), ctx(current(name, needsMesh)) {
+    progress();
+  }
   /// A host API call with the kernels' checks (par_rt_send_async).
-  KernelCall(const char *name, par_rt_context_t &ctx) : name(name), ctx(ctx) {}
+  KernelCall(const char *name, par_rt_context_t &ctx) : name(name), ctx(ctx) {
+    progress();
+  }
 
   [[noreturn]] void fail(const std::string &why) const { die(name, why); }
 
@@ -139,7 +150,64 @@ private:
     if (status != PAR_OK)
       fail(ctx.device.lastError());
   }
+
+  /// Lets started buckets advance (see the file comment).
+  void progress() const {
+    if (!ctx.requests.empty() && ctx.device.ops->progress)
+      check(ctx.device.ops->progress(ctx.device.state));
+  }
 };
+
+/// Reads and checks a bucket's members: `members` is the address of n
+/// (in, out, count) int64 triples. Returns the members and, in `bytes`,
+/// their bytes together.
+std::vector<par_rt_bucket_member_t> readMembers(KernelCall &k, int64_t members,
+                                                int64_t n, int32_t dtype,
+                                                int32_t reduction,
+                                                int64_t &bytes) {
+  int64_t es = k.elementSize(dtype);
+  k.checkReduction(dtype, reduction);
+  if (n < 1)
+    k.fail("a bucket needs at least one member, got " + std::to_string(n));
+  k.checkBuffer("members", members, k.mul({n, 3, 8}));
+  const int64_t *triples = static_cast<const int64_t *>(ptr(members));
+  std::vector<par_rt_bucket_member_t> out;
+  out.reserve(size_t(n));
+  bytes = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t in = triples[3 * i], o = triples[3 * i + 1],
+            count = triples[3 * i + 2];
+    std::string at = "member " + std::to_string(i) + ": ";
+    if (count < 0)
+      k.fail(at + "count is negative (" + std::to_string(count) + ")");
+    int64_t b = k.mul({count, es});
+    if (b > 0 && (in == 0 || o == 0))
+      k.fail(at + (in == 0 ? "in" : "out") + " is null");
+    if (__builtin_add_overflow(bytes, b, &bytes))
+      k.fail("buffer size overflows int64");
+    out.push_back({ptr(in), ptr(o), count});
+  }
+  return out;
+}
+
+/// Starts a bucket, accounts it as one collective and records its request;
+/// returns the handle.
+int64_t startBucket(KernelCall &k, int64_t members, int64_t n, int32_t dtype,
+                    int32_t reduction, int64_t axes) {
+  int64_t bytes = 0;
+  std::vector<par_rt_bucket_member_t> list =
+      readMembers(k, members, n, dtype, reduction, bytes);
+  const par_rt_backend_group_t &g = k.group(axes);
+  k.start();
+  void *request = nullptr;
+  k.finish(k.ops().bucket_start(k.state(), &g, list.data(), n, dtype,
+                                reduction, &request),
+           2.0 * ring(g.size) * double(bytes));
+  par_rt_context_t &ctx = k.context();
+  int64_t handle = ctx.nextRequest++;
+  ctx.requests.emplace(handle, request);
+  return handle;
+}
 
 } // namespace
 
@@ -158,6 +226,53 @@ PAR_RT_EXPORT void par_rt_k_all_reduce(int64_t in, int64_t out, int64_t count,
   k.finish(k.ops().all_reduce(k.state(), &g, ptr(in), ptr(out), count, dtype,
                               reduction),
            2.0 * ring(g.size) * double(bytes));
+}
+
+PAR_RT_EXPORT void par_rt_k_bucket_all_reduce(int64_t members, int64_t n,
+                                              int32_t dtype, int32_t reduction,
+                                              int64_t axes) {
+  KernelCall k("bucket_all_reduce");
+  int64_t handle = startBucket(k, members, n, dtype, reduction, axes);
+  k.start();
+  k.finish(waitRequest(k.context(), handle), 0, /*counted=*/false);
+}
+
+PAR_RT_EXPORT int64_t par_rt_k_all_reduce_start(int64_t members, int64_t n,
+                                                int32_t dtype,
+                                                int32_t reduction,
+                                                int64_t axes) {
+  KernelCall k("all_reduce_start");
+  return startBucket(k, members, n, dtype, reduction, axes);
+}
+
+PAR_RT_EXPORT void par_rt_k_wait(int64_t request) {
+  KernelCall k("wait");
+  k.start();
+  par_status_t st = waitRequest(k.context(), request);
+  if (st != PAR_OK)
+    k.fail(k.context().error);
+  // Time only: the bucket was counted when it started.
+  k.finish(st, 0, /*counted=*/false);
+}
+
+par_status_t par::rt::waitRequest(par_rt_context_t &ctx, int64_t request) {
+  auto it = ctx.requests.find(request);
+  if (it == ctx.requests.end())
+    return setError(ctx, PAR_ERR_INVALID_ARGUMENT,
+                    "request " + std::to_string(request) +
+                        " is unknown or already complete");
+  void *backendRequest = it->second;
+  ctx.requests.erase(it);
+  return backendStatus(ctx, ctx.device,
+                       ctx.device.ops->bucket_wait(ctx.device.state,
+                                                   backendRequest));
+}
+
+PAR_RT_EXPORT par_status_t par_rt_request_wait(par_rt_context_t *context,
+                                               int64_t request) {
+  if (!beginCall(context))
+    return PAR_ERR_INVALID_ARGUMENT;
+  return waitRequest(*context, request);
 }
 
 PAR_RT_EXPORT void par_rt_k_all_gather(int64_t in, int64_t out, int64_t C,

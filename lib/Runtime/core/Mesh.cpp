@@ -154,6 +154,12 @@ PAR_RT_EXPORT par_status_t par_rt_context_set_mesh(par_rt_context_t *context,
                     "world size " + std::to_string(ctx.worldSize) +
                         " does not match the mesh's " +
                         std::to_string(devices) + " devices");
+  // Their communicators are about to go.
+  if (!ctx.requests.empty())
+    return setError(ctx, PAR_ERR_INVALID_ARGUMENT,
+                    std::to_string(ctx.requests.size()) +
+                        " started all-reduces are still pending (wait for "
+                        "them before changing the mesh)");
   resetGroups(ctx);
   ctx.meshSizes.assign(sizes, sizes + num_axes);
   ctx.coords.assign(size_t(num_axes), 0);

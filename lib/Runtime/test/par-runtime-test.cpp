@@ -38,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -75,7 +76,7 @@ struct Options {
                "usage: par-runtime-test [--mesh N[,N...]] [--backend cpu|cuda]"
                " [--world auto|mpi|local] [--expect-no-mpi]"
                " [--expect-cuda-not-built] [--abort-test "
-               "dtype|axes|no-mesh|one-rank] [--inject-failure RANK] "
+               "dtype|axes|no-mesh|one-rank|wait] [--inject-failure RANK] "
                "[--hang RANK] [--timeout SECONDS]\n",
                why);
   std::exit(2);
@@ -541,6 +542,14 @@ public:
         broadcast(axes, dt, n - 1);
       }
       allReduce(axes, PAR_F32, PAR_SUM, /*inPlace=*/true);
+      for (int32_t dt : {PAR_F32, PAR_F64, PAR_BF16, PAR_I32, PAR_I1})
+        for (int32_t red : kReductions) {
+          if (dt == PAR_I1 && red == PAR_AVG)
+            continue;
+          bucket(axes, dt, red, /*started=*/false);
+          bucket(axes, dt, red, /*started=*/true);
+        }
+      bucketsOutOfOrder(axes);
       reduceScatter(axes, PAR_F32, PAR_SUM, 1, 5);
       if (axes.size() <= 4 && mesh.groupSize(axes) > 1) {
         for (int32_t dt : {PAR_F32, PAR_BF16, PAR_I1, PAR_I64})
@@ -592,6 +601,123 @@ private:
     check(std::string("all_reduce ") + redName(red) + (inPlace ? " in-place " : " ") +
               where(axes, dt),
           compare(dt, dst.read(), want));
+  }
+
+  /// A bucket's members and the (in, out, count) triples the kernels take;
+  /// member 1 is empty, member 2 reduced in place.
+  struct BucketBuffers {
+    std::vector<std::unique_ptr<Buffer>> ins, outs;
+    std::vector<int64_t> triples;
+    std::vector<int64_t> counts{7, 0, 13, 1};
+    int64_t total = 21;
+
+    BucketBuffers(int64_t rank, int salt, int32_t dt) {
+      for (size_t i = 0; i < counts.size(); ++i) {
+        ins.push_back(std::make_unique<Buffer>(
+            input(rank, counts[i], salt + 50 * int(i), dt)));
+        outs.push_back(std::make_unique<Buffer>(garbage(counts[i], dt)));
+        triples.insert(triples.end(),
+                       {ins[i]->addr(),
+                        i == 2 ? ins[i]->addr() : outs[i]->addr(), counts[i]});
+      }
+    }
+    int64_t addr() { return int64_t(intptr_t(triples.data())); }
+    int64_t size() const { return int64_t(counts.size()); }
+    Buffer &result(size_t i) { return i == 2 ? *ins[i] : *outs[i]; }
+  };
+
+  /// Every member of `b` against the reduction of the group's inputs.
+  std::string checkBucket(BucketBuffers &b, const std::vector<int> &axes,
+                          int salt, int32_t dt, int32_t red) {
+    std::vector<int64_t> m = mesh.members(axes);
+    for (size_t k = 0; k < b.counts.size(); ++k) {
+      Bytes want(size_t(b.counts[k] * sizeOf(dt)));
+      for (int64_t i = 0; i < b.counts[k]; ++i) {
+        std::vector<double> vals;
+        for (int64_t r : m)
+          vals.push_back(valueOf(r, i, salt + 50 * int(k), dt));
+        put(dt, want, i, reduce(vals, dt, red));
+      }
+      std::string why = compare(dt, b.result(k).read(), want);
+      if (!why.empty())
+        return "member " + std::to_string(k) + ": " + why;
+    }
+    return {};
+  }
+
+  /// One bucket of four members: one message (statistics: one collective,
+  /// the ring bytes of all members), blocking or started; while started, a
+  /// matmul runs (the runtime advances the transfer at kernel entries) and
+  /// the triples are overwritten (the start copied them); a second wait on
+  /// the finished handle is a status, not a crash.
+  void bucket(const std::vector<int> &axes, int32_t dt, int32_t red,
+              bool started) {
+    int salt = 300 + dt * 4 + red;
+    BucketBuffers b(mesh.rank, salt, dt);
+    int64_t code = axesCode(axes);
+    par_rt_stats_t before, after;
+    par_rt_context_stats(gContext, &before);
+    std::string why;
+    if (started) {
+      int64_t h = par_rt_k_all_reduce_start(b.addr(), b.size(), dt, red, code);
+      std::vector<int64_t> saved = b.triples;
+      std::fill(b.triples.begin(), b.triples.end(), 0);
+      Buffer x(input(mesh.rank, 12, 1, PAR_F32)), y(input(mesh.rank, 20, 2, PAR_F32));
+      Buffer z(garbage(15, PAR_F32));
+      par_rt_k_matmul(x.addr(), y.addr(), z.addr(), 3, 5, 4, PAR_F32, 0);
+      par_rt_k_wait(h);
+      b.triples = saved;
+      if (h <= 0)
+        why = "handle " + std::to_string(h) + " is not positive";
+      else if (par_rt_request_wait(gContext, h) != PAR_ERR_INVALID_ARGUMENT ||
+               std::string(par_rt_context_last_error(gContext))
+                       .find("unknown or already complete") ==
+                   std::string::npos)
+        why = "a second wait did not fail with a status";
+    } else {
+      par_rt_k_bucket_all_reduce(b.addr(), b.size(), dt, red, code);
+    }
+    par_rt_context_stats(gContext, &after);
+    double n = double(mesh.groupSize(axes));
+    double bytes = 2 * (n - 1) / n * double(b.total * sizeOf(dt));
+    if (why.empty())
+      why = checkBucket(b, axes, salt, dt, red);
+    if (why.empty() &&
+        (after.collectives - before.collectives != 1 ||
+         std::fabs(after.bytes_sent - before.bytes_sent - bytes) > 1e-9))
+      why = "statistics: " +
+            std::to_string(after.collectives - before.collectives) +
+            " collectives, " +
+            std::to_string(after.bytes_sent - before.bytes_sent) +
+            " bytes; want 1 and " + std::to_string(bytes);
+    check(std::string(started ? "bucket start/wait " : "bucket ") +
+              redName(red) + " " + where(axes, dt),
+          why);
+  }
+
+  /// Two buckets in flight at once, a blocking all_reduce in between,
+  /// waited for in the opposite order.
+  void bucketsOutOfOrder(const std::vector<int> &axes) {
+    int64_t code = axesCode(axes);
+    BucketBuffers a(mesh.rank, 500, PAR_F32), b(mesh.rank, 600, PAR_I64);
+    int64_t ha = par_rt_k_all_reduce_start(a.addr(), a.size(), PAR_F32,
+                                           PAR_SUM, code);
+    int64_t hb = par_rt_k_all_reduce_start(b.addr(), b.size(), PAR_I64,
+                                           PAR_MAX, code);
+    Buffer in(input(mesh.rank, 5, 700, PAR_F32)), out(garbage(5, PAR_F32));
+    par_rt_k_all_reduce(in.addr(), out.addr(), 5, PAR_F32, PAR_SUM, code);
+    par_rt_k_wait(hb);
+    par_rt_k_wait(ha);
+    std::string why = checkBucket(a, axes, 500, PAR_F32, PAR_SUM);
+    if (why.empty())
+      why = checkBucket(b, axes, 600, PAR_I64, PAR_MAX);
+    if (why.empty() && ha == hb)
+      why = "two buckets got the same handle";
+    if (why.empty() && par_rt_request_wait(gContext, int64_t(1) << 40) !=
+                           PAR_ERR_INVALID_ARGUMENT)
+      why = "a wait on a handle never started did not fail with a status";
+    check("bucket two in flight, waited out of order axes=" + axesName(axes),
+          why);
   }
 
   void allGather(const std::vector<int> &axes, int32_t dt, int64_t C,
@@ -1134,6 +1260,8 @@ void abortTest(const std::string &kind, int64_t rank, int64_t world) {
       par_rt_k_broadcast(buf.addr(), buf.addr(), 4, PAR_F32, 99, 1);
     else
       par_rt_barrier(gContext);
+  } else if (kind == "wait") {
+    par_rt_k_wait(12345); // never started
   } else {
     usage(("unknown abort test " + kind).c_str());
   }

@@ -20,6 +20,13 @@ def CollectivesToRuntime : Pass<"par-collectives-to-runtime", "ModuleOp"> {
         : (i64, i64, i64, i32, i32, i64) -> ()
     ```
 
+    A bucket (`par.buffer_bucket_all_reduce`, `par.buffer_all_reduce_start`)
+    passes its members as an array of (in, out, count) i64 triples, a stack
+    array allocated once at the function's entry:
+    `par_rt_k_bucket_all_reduce(members, n, dtype, kind, axes)`, or
+    `%h = par_rt_k_all_reduce_start(...) : i64` and, for
+    `par.buffer_wait`, `par_rt_k_wait(%h)`.
+
     Element types the runtime has no code for and more than 8 mesh axes are
     errors at the op.
   }];

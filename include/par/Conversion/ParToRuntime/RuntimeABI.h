@@ -12,6 +12,7 @@
 
 #include "par/Dialect/Par/IR/ParDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectRegistry.h"
 
@@ -30,9 +31,11 @@ int64_t getCoordsCode(ArrayRef<int64_t> coords);
 int64_t getGroupIndex(MeshOp mesh, ArrayAttr axes, ArrayRef<int64_t> coords);
 
 /// Declares (once per module) `name` as an external function taking
-/// `argTypes` and returning nothing, and calls it.
-void emitRuntimeCall(OpBuilder &b, Location loc, Operation *from,
-                     StringRef name, ValueRange args);
+/// the types of `args` and returning `results` (nothing by default), and
+/// calls it.
+func::CallOp emitRuntimeCall(OpBuilder &b, Location loc, Operation *from,
+                             StringRef name, ValueRange args,
+                             TypeRange results = {});
 
 /// The address of a contiguous memref's first element as an i64.
 Value emitBufferAddress(OpBuilder &b, Location loc, Value memref);

@@ -88,6 +88,12 @@ double mlir::par::collectiveBytes(Operation *op) {
   auto ring = [](int64_t n) { return n <= 0 ? 0.0 : double(n - 1) / n; };
   if (auto o = dyn_cast<AllReduceOp>(op))
     return 2 * ring(o.getGroupSize()) * bytesOf(o.getInput());
+  if (auto o = dyn_cast<BucketAllReduceOp>(op)) {
+    double bytes = 0;
+    for (Value in : o.getInputs())
+      bytes += bytesOf(in);
+    return 2 * ring(o.getGroupSize()) * bytes;
+  }
   if (auto o = dyn_cast<AllGatherOp>(op))
     return ring(o.getGroupSize()) * bytesOf(o.getResult());
   if (auto o = dyn_cast<ReduceScatterOp>(op))

@@ -568,6 +568,8 @@ PAR_COLLECTIVE_COMMON(BroadcastOp)
 PAR_COLLECTIVE_COMMON(AllSliceOp)
 PAR_COLLECTIVE_COMMON(SendOp)
 PAR_COLLECTIVE_COMMON(RecvOp)
+PAR_COLLECTIVE_COMMON(BucketAllReduceOp)
+PAR_COLLECTIVE_GROUP_SIZE(BucketAllReduceOp)
 PAR_COLLECTIVE_GROUP_SIZE(AllReduceOp)
 PAR_COLLECTIVE_GROUP_SIZE(AllGatherOp)
 PAR_COLLECTIVE_GROUP_SIZE(ReduceScatterOp)
@@ -584,6 +586,8 @@ PAR_COLLECTIVE_COMMON(BufferBroadcastOp)
 PAR_COLLECTIVE_COMMON(BufferAllSliceOp)
 PAR_COLLECTIVE_COMMON(BufferSendOp)
 PAR_COLLECTIVE_COMMON(BufferRecvOp)
+PAR_COLLECTIVE_COMMON(BufferBucketAllReduceOp)
+PAR_COLLECTIVE_COMMON(BufferAllReduceStartOp)
 #undef PAR_COLLECTIVE_COMMON
 #undef PAR_COLLECTIVE_GROUP_SIZE
 
@@ -595,6 +599,33 @@ static LogicalResult verifyAllReduce(Operation *op, FlatSymbolRefAttr mesh,
   if (failed(verifyAxes(op, mesh, axes)))
     return failure();
   return checkShapes(op, in, out, {});
+}
+
+/// A bucket: one or more members, each an all_reduce of its input into its
+/// output, all of one element type (the runtime packs them into one
+/// buffer of that type).
+static LogicalResult verifyBucket(Operation *op, FlatSymbolRefAttr mesh,
+                                  ArrayAttr axes, TypeRange ins,
+                                  TypeRange outs) {
+  if (failed(verifyAxes(op, mesh, axes)))
+    return failure();
+  if (ins.empty())
+    return op->emitOpError("needs at least one member");
+  if (ins.size() != outs.size())
+    return op->emitOpError() << "has " << ins.size() << " inputs but "
+                             << outs.size() << " outputs";
+  Type element = cast<ShapedType>(ins.front()).getElementType();
+  for (auto [i, types] : llvm::enumerate(llvm::zip(ins, outs))) {
+    auto in = cast<ShapedType>(std::get<0>(types));
+    auto out = cast<ShapedType>(std::get<1>(types));
+    if (in.getElementType() != element)
+      return op->emitOpError()
+             << "member #" << i << " has element type " << in.getElementType()
+             << ", the bucket's is " << element;
+    if (failed(checkShapes(op, in, out, {})))
+      return failure();
+  }
+  return success();
 }
 
 /// all_gather (`gather` = true: dim grows n-fold), reduce_scatter and
@@ -649,6 +680,39 @@ LogicalResult AllReduceOp::verify() {
 LogicalResult BufferAllReduceOp::verify() {
   return verifyAllReduce(*this, getMeshAttr(), getAxes(), getInput().getType(),
                          getOutput().getType());
+}
+
+LogicalResult BucketAllReduceOp::verify() {
+  return verifyBucket(*this, getMeshAttr(), getAxes(), getInputs().getTypes(),
+                      getResults().getTypes());
+}
+LogicalResult BufferBucketAllReduceOp::verify() {
+  return verifyBucket(*this, getMeshAttr(), getAxes(), getInputs().getTypes(),
+                      getOutputs().getTypes());
+}
+LogicalResult BufferAllReduceStartOp::verify() {
+  if (failed(verifyBucket(*this, getMeshAttr(), getAxes(),
+                          getInputs().getTypes(), getOutputs().getTypes())))
+    return failure();
+  // A request never waited for would leave its transfer (and the runtime's
+  // record of it) open; two waits would complete it twice.
+  if (!getRequest().hasOneUse() ||
+      !isa<BufferWaitOp>(*getRequest().getUsers().begin()))
+    return emitOpError("request must be completed by exactly one "
+                       "par.buffer_wait");
+  return success();
+}
+LogicalResult BufferWaitOp::verify() {
+  auto start = getRequest().getDefiningOp<BufferAllReduceStartOp>();
+  if (!start)
+    return emitOpError("request must come from a par.buffer_all_reduce_start");
+  if (start->getBlock() != (*this)->getBlock())
+    return emitOpError("must be in the block of its par.buffer_all_reduce_start");
+  if (!llvm::equal(start.getInputs(), getInputs()) ||
+      !llvm::equal(start.getOutputs(), getOutputs()))
+    return emitOpError("must name the buffers of its "
+                       "par.buffer_all_reduce_start");
+  return success();
 }
 
 LogicalResult AllGatherOp::verify() {

@@ -152,6 +152,50 @@ struct SendModel : CollectiveModel<SendModel, SendOp> {
   }
 };
 
+/// A bucket reads every input and writes one fresh output per member.
+struct BucketAllReduceModel
+    : public BufferizableOpInterface::ExternalModel<BucketAllReduceModel,
+                                                    BucketAllReduceOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto bucket = cast<BucketAllReduceOp>(op);
+    Location loc = op->getLoc();
+    SmallVector<Value> ins, outs;
+    for (auto [input, result] :
+         llvm::zip(bucket.getInputs(), bucket.getResults())) {
+      auto type = cast<RankedTensorType>(input.getType());
+      if (failed(checkStatic(op, type)))
+        return failure();
+      FailureOr<Value> in =
+          getContiguousBuffer(rewriter, loc, input, options, state);
+      if (failed(in))
+        return failure();
+      ins.push_back(*in);
+      outs.push_back(allocFor(rewriter, loc,
+                              cast<RankedTensorType>(result.getType())));
+    }
+    BufferBucketAllReduceOp::create(rewriter, loc, ins, outs,
+                                    bucket.getMeshAttr(), bucket.getAxes(),
+                                    bucket.getKindAttr());
+    replaceOpWithBufferizedValues(rewriter, op, outs);
+    return success();
+  }
+};
+
 /// recv has no tensor operand: it only writes a fresh buffer.
 struct RecvModel
     : public BufferizableOpInterface::ExternalModel<RecvModel, RecvOp> {
@@ -178,6 +222,7 @@ void mlir::par::registerBufferizableOpInterfaceExternalModels(
   registry.addExtension(+[](MLIRContext *ctx, ParDialect *) {
     ctx->loadDialect<memref::MemRefDialect>();
     AllReduceOp::attachInterface<AllReduceModel>(*ctx);
+    BucketAllReduceOp::attachInterface<BucketAllReduceModel>(*ctx);
     AllGatherOp::attachInterface<AllGatherModel>(*ctx);
     ReduceScatterOp::attachInterface<ReduceScatterModel>(*ctx);
     AllToAllOp::attachInterface<AllToAllModel>(*ctx);

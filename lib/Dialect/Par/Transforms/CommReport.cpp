@@ -49,8 +49,8 @@ struct CommReportPass : public mlir::par::impl::CommReportBase<CommReportPass> {
       int64_t count = 0;
       double total = 0;
       fn->walk([&](Operation *op) {
-        if (!isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                 BroadcastOp, SendOp, RecvOp>(op))
+        if (!isa<AllReduceOp, BucketAllReduceOp, AllGatherOp,
+                 ReduceScatterOp, AllToAllOp, BroadcastOp, SendOp, RecvOp>(op))
           return;
         auto axes = op->getAttrOfType<ArrayAttr>("axes");
         auto meshSym = op->getAttrOfType<FlatSymbolRefAttr>("mesh");
@@ -63,8 +63,13 @@ struct CommReportPass : public mlir::par::impl::CommReportBase<CommReportPass> {
                                          : op->getResult(0).getType();
         double bytes = collectiveBytes(op);
         *os << "  " << op->getName() << " axes=" << axes << " n=" << n << " "
-            << cast<RankedTensorType>(type).getElementType() << " " << type
-            << ": " << llvm::format("%.0f", bytes) << " bytes\n";
+            << cast<RankedTensorType>(type).getElementType() << " ";
+        // A bucket is one message: its members' count instead of one type.
+        if (auto bucket = dyn_cast<BucketAllReduceOp>(op))
+          *os << bucket.getInputs().size() << " tensors";
+        else
+          *os << type;
+        *os << ": " << llvm::format("%.0f", bytes) << " bytes\n";
         ++count;
         total += bytes;
       });

@@ -48,7 +48,7 @@ struct StripShardingsPass
       op->erase();
     // Collectives have no meaning without a mesh.
     WalkResult r = module.walk([&](Operation *op) {
-      if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+      if (isa<AllReduceOp, BucketAllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
               BroadcastOp, AllSliceOp, SendOp, RecvOp>(op)) {
         op->emitOpError("cannot be stripped: the program is already "
                         "partitioned");

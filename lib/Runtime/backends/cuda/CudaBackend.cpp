@@ -13,6 +13,9 @@
 //   broadcast       ncclBroadcast
 //   send/recv       ncclSend/ncclRecv on the world communicator
 //   matmul          cuBLAS (f32, f64, f16, bf16); other dtypes on the host
+//   bucket          on the communication stream: the members copied into
+//                   one staging buffer, one ncclAllReduce, copied back,
+//                   an event recorded; the wait synchronizes the event
 //
 // Packing is cudaMemcpy2DAsync (a strided copy is exactly a block transpose
 // of the layouts involved), so no device code is compiled and no nvcc is
@@ -42,6 +45,7 @@
 #include <cstdio>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
@@ -63,6 +67,12 @@ struct State {
   void *scratch[2] = {nullptr, nullptr};          // device staging
   size_t scratchBytes[2] = {0, 0};
   std::vector<unsigned char> host[3]; // host staging for loop matmul
+  /// Buckets run here, non-blocking with respect to the legacy default
+  /// stream (so the program's later kernels there do not wait for them);
+  /// created on the first bucket.
+  cudaStream_t comm = nullptr;
+  cudaEvent_t commTail = nullptr; // recorded after the last bucket
+  std::unordered_set<void *> pendingBuckets; // BucketRequest
   std::string error;
 };
 
@@ -188,11 +198,23 @@ par_status_t unpack(State &s, const void *in, void *out, int64_t C, int64_t n,
   return PAR_OK;
 }
 
+/// While buckets are in flight, the main stream's collectives queue behind
+/// them: NCCL promises no progress for two communicators' kernels running
+/// at once on one GPU, so only compute overlaps a bucket.
+par_status_t afterBuckets(State &s) {
+  if (!s.pendingBuckets.empty())
+    PAR_CUDA_CHECK(s, "cudaStreamWaitEvent",
+                   cudaStreamWaitEvent(s.stream, s.commTail, 0));
+  return PAR_OK;
+}
+
 /// The NCCL communicator of a group, split from the world on first use.
 /// ncclCommSplit is collective over the world; as with MPI_Comm_split in the
 /// CPU backend, SPMD programs reach it on every process.
 par_status_t groupComm(State &s, const par_rt_backend_group_t *g,
                        ncclComm_t &out) {
+  if (par_status_t st = afterBuckets(s))
+    return st;
   auto it = s.groups.find(g->axes);
   if (it != s.groups.end()) {
     out = it->second;
@@ -292,11 +314,14 @@ void resetGroups(void *state) {
   s.groups.clear();
 }
 
+void freeBuckets(State &s);
+
 void destroy(void *state) {
   if (!state)
     return;
   State &s = st(state);
   cudaStreamSynchronize(s.stream);
+  freeBuckets(s);
   resetGroups(state);
   if (s.world)
     ncclCommDestroy(s.world);
@@ -553,6 +578,128 @@ par_status_t matmul(void *state, const void *a, const void *b, void *c,
   return sync(s, "matmul");
 }
 
+//===----------------------------------------------------------------------===//
+// Buckets
+//===----------------------------------------------------------------------===//
+
+/// A started bucket: `done` is recorded on the communication stream after
+/// its outputs are written; `staging` is a stream-ordered allocation.
+struct BucketRequest {
+  cudaEvent_t done = nullptr;
+  void *staging = nullptr;
+};
+
+void releaseBucket(State &s, BucketRequest *r) {
+  if (r->staging)
+    cudaFreeAsync(r->staging, s.comm);
+  if (r->done)
+    cudaEventDestroy(r->done);
+  delete r;
+}
+
+void freeBuckets(State &s) {
+  if (s.comm)
+    cudaStreamSynchronize(s.comm);
+  for (void *p : s.pendingBuckets)
+    releaseBucket(s, static_cast<BucketRequest *>(p));
+  s.pendingBuckets.clear();
+  if (s.commTail)
+    cudaEventDestroy(s.commTail);
+  if (s.comm)
+    cudaStreamDestroy(s.comm);
+  s.commTail = nullptr;
+  s.comm = nullptr;
+}
+
+/// Queues a bucket's work on the communication stream.
+par_status_t enqueueBucket(State &s, ncclComm_t comm, BucketRequest &r,
+                           const par_rt_bucket_member_t *members, int64_t n,
+                           int32_t dtype, int32_t reduction) {
+  if (!s.comm) {
+    PAR_CUDA_CHECK(s, "cudaStreamCreateWithFlags",
+                   cudaStreamCreateWithFlags(&s.comm, cudaStreamNonBlocking));
+    PAR_CUDA_CHECK(s, "cudaEventCreateWithFlags",
+                   cudaEventCreateWithFlags(&s.commTail,
+                                            cudaEventDisableTiming));
+  }
+  // After everything the program queued: an event on the legacy default
+  // stream also follows the blocking streams' work (s.stream's).
+  cudaEvent_t ready;
+  PAR_CUDA_CHECK(s, "cudaEventCreateWithFlags",
+                 cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  cudaError_t e = cudaEventRecord(ready, cudaStreamLegacy);
+  if (e == cudaSuccess)
+    e = cudaStreamWaitEvent(s.comm, ready, 0);
+  cudaEventDestroy(ready);
+  PAR_CUDA_CHECK(s, "cudaStreamWaitEvent", e);
+
+  ncclDataType_t type = ncclType(dtype);
+  ncclRedOp_t op = ncclOp(dtype, reduction);
+  if (n == 1) {
+    const par_rt_bucket_member_t &m = members[0];
+    PAR_NCCL_CHECK(s, "ncclAllReduce", comm,
+                   ncclAllReduce(m.in, m.out, size_t(m.count), type, op, comm,
+                                 s.comm));
+  } else {
+    int64_t es = dtypeSize(dtype), total = 0;
+    for (int64_t i = 0; i < n; ++i)
+      total += members[i].count;
+    PAR_CUDA_CHECK(s, "cudaMallocAsync",
+                   cudaMallocAsync(&r.staging,
+                                   size_t(std::max<int64_t>(total * es, 1)),
+                                   s.comm));
+    auto *staging = static_cast<char *>(r.staging);
+    for (int64_t i = 0, off = 0; i < n; off += members[i++].count * es)
+      if (members[i].count)
+        PAR_CUDA_CHECK(s, "cudaMemcpyAsync",
+                       cudaMemcpyAsync(staging + off, members[i].in,
+                                       size_t(members[i].count * es),
+                                       cudaMemcpyDeviceToDevice, s.comm));
+    PAR_NCCL_CHECK(s, "ncclAllReduce", comm,
+                   ncclAllReduce(staging, staging, size_t(total), type, op,
+                                 comm, s.comm));
+    for (int64_t i = 0, off = 0; i < n; off += members[i++].count * es)
+      if (members[i].count)
+        PAR_CUDA_CHECK(s, "cudaMemcpyAsync",
+                       cudaMemcpyAsync(members[i].out, staging + off,
+                                       size_t(members[i].count * es),
+                                       cudaMemcpyDeviceToDevice, s.comm));
+  }
+  PAR_CUDA_CHECK(s, "cudaEventCreateWithFlags",
+                 cudaEventCreateWithFlags(&r.done, cudaEventDisableTiming));
+  PAR_CUDA_CHECK(s, "cudaEventRecord", cudaEventRecord(r.done, s.comm));
+  PAR_CUDA_CHECK(s, "cudaEventRecord", cudaEventRecord(s.commTail, s.comm));
+  return PAR_OK;
+}
+
+par_status_t bucketStart(State &s, const par_rt_backend_group_t *,
+                         ncclComm_t comm, const par_rt_bucket_member_t *members,
+                         int64_t n, int32_t dtype, int32_t reduction,
+                         void **request) {
+  *request = nullptr;
+  auto *r = new BucketRequest;
+  if (par_status_t st = enqueueBucket(s, comm, *r, members, n, dtype,
+                                      reduction)) {
+    if (s.comm)
+      cudaStreamSynchronize(s.comm);
+    releaseBucket(s, r);
+    return st;
+  }
+  s.pendingBuckets.insert(r);
+  *request = r;
+  return PAR_OK;
+}
+
+par_status_t bucketWait(void *state, void *request) {
+  State &s = st(state);
+  auto *r = static_cast<BucketRequest *>(request);
+  s.pendingBuckets.erase(r);
+  cudaError_t e = cudaEventSynchronize(r->done);
+  releaseBucket(s, r);
+  PAR_CUDA_CHECK(s, "cudaEventSynchronize", e);
+  return PAR_OK;
+}
+
 const par_rt_backend_t kTable = {
     PAR_RT_BACKEND_ABI_VERSION,
     "CUDA",
@@ -581,6 +728,9 @@ const par_rt_backend_t kTable = {
     recv,
     matmul,
     /*batch_matmul=*/nullptr, // emitted only for CPU programs
+    OnGroup<bucketStart>::entry,
+    bucketWait,
+    /*progress=*/nullptr, // NCCL's kernels progress on their own
 };
 
 } // namespace

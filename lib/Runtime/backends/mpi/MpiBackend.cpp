@@ -93,6 +93,7 @@ void destroy(void *state) {
   if (!s)
     return;
   if (mpiUsable()) {
+    waitAllBuckets(*s);
     for (auto &entry : s->groups)
       MPI_Comm_free(&entry.second);
     for (MPI_Comm *c : {&s->peers, &s->world})
@@ -331,6 +332,9 @@ const par_rt_backend_t kTable = {
     recv,
     Host::matmul,
     Host::batchMatmul,
+    OnGroup<bucketStart>::entry,
+    bucketWait,
+    bucketProgress,
 };
 
 } // namespace

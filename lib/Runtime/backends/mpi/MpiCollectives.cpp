@@ -7,6 +7,8 @@
 //   all_gather      MPI_Allgather into [n][C][D], unpack to [C][n][D]
 //   reduce_scatter  pack [A][n][B] to [n][A][B], MPI_Reduce_scatter_block
 //   all_to_all      pack, MPI_Alltoall, unpack
+//   bucket          pack the members into one buffer, MPI_Iallreduce in
+//                   place, MPI_Wait, unpack (one member: no staging)
 //
 // When the outer extent (C or A) is 1 the layouts coincide and the packing is
 // skipped. f16/bf16 reductions widen to f32, reduce, and round back (MPI has
@@ -291,4 +293,137 @@ par_status_t par::rt::mpi::broadcast(State &s, const par_rt_backend_group_t *g,
   if (g->index == root && in != out)
     std::memmove(out, in, size_t(bytes));
   return bcastBytes(s, out, bytes, int(root), comm);
+}
+
+//===----------------------------------------------------------------------===//
+// Bucket all-reduces
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A started bucket: its members, the buffer the reduction runs on (the
+/// staging buffer, or a lone member's output) and MPI's requests (one per
+/// piece of kPiece elements).
+struct BucketRequest {
+  std::vector<par_rt_bucket_member_t> members;
+  int32_t dtype = 0, reduction = 0;
+  int64_t groupSize = 1, total = 0;
+  MPI_Datatype type = MPI_BYTE;
+  std::vector<unsigned char> staging; // empty: reduced in the output
+  void *data = nullptr;
+  std::vector<MPI_Request> requests;
+};
+
+} // namespace
+
+par_status_t par::rt::mpi::bucketStart(State &s,
+                                       const par_rt_backend_group_t *g,
+                                       MPI_Comm comm,
+                                       const par_rt_bucket_member_t *members,
+                                       int64_t n, int32_t dtype,
+                                       int32_t reduction, void **request) {
+  *request = nullptr;
+  auto *r = new BucketRequest;
+  r->members.assign(members, members + n);
+  r->dtype = dtype;
+  r->reduction = reduction;
+  r->groupSize = g->size;
+  r->type = reduceType(dtype);
+  for (const par_rt_bucket_member_t &m : r->members)
+    r->total += m.count;
+  int64_t es = dtypeSize(dtype), wide = typeSize(r->type);
+  const void *src = MPI_IN_PLACE;
+  if (n == 1 && !isHalf(dtype)) {
+    // One member: reduced straight into its output.
+    const par_rt_bucket_member_t &m = r->members.front();
+    if (m.in != m.out)
+      src = m.in;
+    r->data = m.out;
+  } else {
+    // Packed in member order; 16-bit floats widened to f32 on the way.
+    r->staging.resize(size_t(r->total * wide));
+    unsigned char *at = r->staging.data();
+    for (const par_rt_bucket_member_t &m : r->members) {
+      if (isHalf(dtype))
+        widen(m.in, reinterpret_cast<float *>(at), m.count, dtype);
+      else if (m.count)
+        std::memcpy(at, m.in, size_t(m.count * es));
+      at += m.count * wide;
+    }
+    r->data = r->staging.data();
+  }
+  MPI_Op op = reduceOp(dtype, reduction);
+  for (int64_t off = 0; off < r->total; off += kPiece) {
+    int piece = int(std::min(kPiece, r->total - off));
+    const void *from =
+        src == MPI_IN_PLACE
+            ? MPI_IN_PLACE
+            : static_cast<const unsigned char *>(src) + off * wide;
+    MPI_Request req;
+    int rc = MPI_Iallreduce(from, static_cast<unsigned char *>(r->data) +
+                                      off * wide,
+                            piece, r->type, op, comm, &req);
+    if (rc != MPI_SUCCESS) {
+      // Pieces already started must finish before their buffer goes.
+      MPI_Waitall(int(r->requests.size()), r->requests.data(),
+                  MPI_STATUSES_IGNORE);
+      delete r;
+      return mpiError(s, "MPI_Iallreduce", rc);
+    }
+    r->requests.push_back(req);
+  }
+  s.pendingBuckets.insert(r);
+  *request = r;
+  return PAR_OK;
+}
+
+par_status_t par::rt::mpi::bucketWait(void *state, void *request) {
+  State &s = st(state);
+  auto *r = static_cast<BucketRequest *>(request);
+  s.pendingBuckets.erase(r);
+  int rc = MPI_Waitall(int(r->requests.size()), r->requests.data(),
+                       MPI_STATUSES_IGNORE);
+  if (rc != MPI_SUCCESS) {
+    delete r;
+    return mpiError(s, "MPI_Waitall", rc);
+  }
+  if (r->reduction == PAR_AVG)
+    divideBy(r->data, r->total, r->type, r->groupSize);
+  if (!r->staging.empty()) {
+    int64_t es = dtypeSize(r->dtype), wide = typeSize(r->type);
+    const unsigned char *at = r->staging.data();
+    for (const par_rt_bucket_member_t &m : r->members) {
+      if (isHalf(r->dtype))
+        narrow(reinterpret_cast<const float *>(at), m.out, m.count, r->dtype);
+      else if (m.count)
+        std::memcpy(m.out, at, size_t(m.count * es));
+      at += m.count * wide;
+    }
+  }
+  delete r;
+  return PAR_OK;
+}
+
+par_status_t par::rt::mpi::bucketProgress(void *state) {
+  State &s = st(state);
+  for (void *p : s.pendingBuckets) {
+    auto *r = static_cast<BucketRequest *>(p);
+    int done = 0;
+    PAR_MPI_CHECK(s, "MPI_Testall",
+                  MPI_Testall(int(r->requests.size()), r->requests.data(),
+                              &done, MPI_STATUSES_IGNORE));
+  }
+  return PAR_OK;
+}
+
+void par::rt::mpi::waitAllBuckets(State &s) {
+  // Only the transfers: a program that never waited may have freed the
+  // outputs already.
+  for (void *p : s.pendingBuckets) {
+    auto *r = static_cast<BucketRequest *>(p);
+    MPI_Waitall(int(r->requests.size()), r->requests.data(),
+                MPI_STATUSES_IGNORE);
+    delete r;
+  }
+  s.pendingBuckets.clear();
 }

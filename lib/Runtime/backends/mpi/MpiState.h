@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace par::rt::mpi {
@@ -41,6 +42,10 @@ struct State {
 
   /// Sends started by send_async, completed by wait_sends.
   std::vector<MPI_Request> pendingSends;
+
+  /// Buckets started and not waited for (MpiCollectives.cpp's
+  /// BucketRequest): tested by progress, completed by destroy.
+  std::unordered_set<void *> pendingBuckets;
 
   std::string error;
 };
@@ -97,6 +102,20 @@ par_status_t allToAll(State &s, const par_rt_backend_group_t *g, MPI_Comm comm,
 par_status_t broadcast(State &s, const par_rt_backend_group_t *g, MPI_Comm comm,
                        const void *in, void *out, int64_t count, int32_t dtype,
                        int64_t root);
+
+/// Bucket all-reduces: one MPI_Iallreduce (in pieces of kPiece) over the
+/// members packed into a staging buffer; the wait unpacks.
+par_status_t bucketStart(State &s, const par_rt_backend_group_t *g,
+                         MPI_Comm comm, const par_rt_bucket_member_t *members,
+                         int64_t n, int32_t dtype, int32_t reduction,
+                         void **request);
+par_status_t bucketWait(void *state, void *request);
+/// MPI_Testall on every pending bucket: OpenMPI advances a nonblocking
+/// collective mostly inside MPI calls, and this one runs at kernel entries.
+par_status_t bucketProgress(void *state);
+/// Completes the transfers of every pending bucket and frees them, leaving
+/// their outputs alone (context destruction).
+void waitAllBuckets(State &s);
 
 } // namespace par::rt::mpi
 

@@ -120,6 +120,31 @@ def Par_AllReduceOp : Par_CollectiveOp<"all_reduce",
   }];
 }
 
+def Par_BucketAllReduceOp : Par_CollectiveOp<"bucket_all_reduce", [
+    Pure, RangedTypesMatchWith<"each result has the type of its input",
+                               "inputs", "results", "$_self">]> {
+  let summary = "All-reduces several tensors as one message (a bucket)";
+  let description = [{
+    The `par.all_reduce` of each input, over the same group, kind and
+    element type, done as one collective: the runtime packs the members into
+    one buffer and sends one message (PyTorch DDP's gradient buckets, XLA's
+    all-reduce combiner). `par-bucket-reductions` makes it from the
+    gradients' all-reduces; result i is input i reduced. Ring cost: 2(n-1)/n
+    of the members' bytes together, in one message.
+
+    ```mlir
+    %r:2 = par.bucket_all_reduce %a, %b on @mesh axes = ["dp"] kind = sum : tensor<64x32xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       Par_ReductionKindAttr:$kind);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $inputs `on` $mesh `axes` `=` $axes `kind` `=` `` $kind attr-dict `:` type($inputs)
+  }];
+}
+
 def Par_AllGatherOp : Par_CollectiveOp<"all_gather", [Pure]> {
   let summary = "Concatenates the group's tensors along a dimension";
   let description = [{
@@ -282,6 +307,81 @@ def Par_BufferAllReduceOp : Par_BufferOp<"all_reduce"> {
   let assemblyFormat = [{
     $input `,` $output `on` $mesh `axes` `=` $axes `kind` `=` `` $kind attr-dict `:` type($input) `,` type($output)
   }];
+}
+
+def Par_BufferBucketAllReduceOp : Par_BufferOp<"bucket_all_reduce",
+    [AttrSizedOperandSegments]> {
+  let summary = "par.bucket_all_reduce on buffers (blocking)";
+  let description = [{
+    Output i receives the reduction of input i over the group; all members
+    travel in one message. `par-async-collectives` splits it into
+    `par.buffer_all_reduce_start` and `par.buffer_wait`.
+
+    ```mlir
+    par.buffer_bucket_all_reduce ins(%a, %b : memref<64x32xf32>, memref<64xf32>) outs(%ra, %rb : memref<64x32xf32>, memref<64xf32>) on @mesh axes = ["dp"] kind = sum
+    ```
+  }];
+  let arguments = (ins Arg<Variadic<AnyStaticShapeMemRef>, "", [MemRead]>:$inputs,
+                       Arg<Variadic<AnyStaticShapeMemRef>, "", [MemWrite]>:$outputs,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       Par_ReductionKindAttr:$kind);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:` type($outputs) `)`
+    `on` $mesh `axes` `=` $axes `kind` `=` `` $kind attr-dict
+  }];
+}
+
+// Asynchronous all-reduce: the start hands the members to the runtime and
+// returns a request handle (an i64, the runtime's own handle, so that the
+// lowering is a plain call); the wait completes it. Between the two the
+// inputs may be read but not written, and the outputs are neither read nor
+// written (par-async-collectives places the wait accordingly). Both ops
+// name the buffers, so that their memory effects keep every other access to
+// them, and the deallocations, outside the window.
+def Par_BufferAllReduceStartOp : Par_BufferOp<"all_reduce_start",
+    [AttrSizedOperandSegments]> {
+  let summary = "Starts an all-reduce of one or more buffers as one message";
+  let description = [{
+    Starts what `par.buffer_bucket_all_reduce` does (one member: what
+    `par.buffer_all_reduce` does) and returns its request handle, which
+    exactly one `par.buffer_wait` with the same buffers completes later in
+    the same block.
+
+    ```mlir
+    %h = par.buffer_all_reduce_start ins(%a, %b : memref<64x32xf32>, memref<64xf32>) outs(%ra, %rb : memref<64x32xf32>, memref<64xf32>) on @mesh axes = ["dp"] kind = sum
+    ... compute that touches neither %ra, %rb nor writes %a, %b ...
+    par.buffer_wait %h ins(%a, %b : memref<64x32xf32>, memref<64xf32>) outs(%ra, %rb : memref<64x32xf32>, memref<64xf32>)
+    ```
+  }];
+  let arguments = (ins Arg<Variadic<AnyStaticShapeMemRef>, "", [MemRead]>:$inputs,
+                       Arg<Variadic<AnyStaticShapeMemRef>, "", [MemWrite]>:$outputs,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       Par_ReductionKindAttr:$kind);
+  let results = (outs I64:$request);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:` type($outputs) `)`
+    `on` $mesh `axes` `=` $axes `kind` `=` `` $kind attr-dict
+  }];
+}
+
+def Par_BufferWaitOp : Par_Op<"buffer_wait", [AttrSizedOperandSegments]> {
+  let summary = "Completes a started all-reduce";
+  let description = [{
+    Waits for the request of the `par.buffer_all_reduce_start` that defines
+    `request` (in the same block, with the same buffers); afterwards the
+    outputs hold the reductions and the inputs may be written again.
+
+    ```mlir
+    par.buffer_wait %h ins(%a : memref<64xf32>) outs(%ra : memref<64xf32>)
+    ```
+  }];
+  let arguments = (ins I64:$request,
+                       Arg<Variadic<AnyStaticShapeMemRef>, "", [MemRead]>:$inputs,
+                       Arg<Variadic<AnyStaticShapeMemRef>, "", [MemWrite]>:$outputs);
+  let assemblyFormat = [{
+    $request `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:` type($outputs) `)` attr-dict
+  }];
+  let hasVerifier = 1;
 }
 
 def Par_BufferAllGatherOp : Par_BufferOp<"all_gather"> {

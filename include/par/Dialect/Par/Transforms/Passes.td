@@ -169,13 +169,16 @@ def CommReport : Pass<"par-comm-report", "ModuleOp"> {
     size, element type and the bytes one device sends per call under the ring
     formulas (all_reduce 2(n-1)/n S, all_gather and reduce_scatter and
     all_to_all (n-1)/n S with S the larger of the input and result, broadcast
-    and send S), followed by the function's total. Collectives inside loops
-    are counted once per appearance. The IR is left unchanged.
+    and send S), followed by the function's total. A `par.bucket_all_reduce`
+    is one collective (one message) with the bytes of its members together
+    and shows how many members it has instead of a type. Collectives inside
+    loops are counted once per appearance. The IR is left unchanged.
 
     ```
     par-comm-report: @forward
       par.all_reduce axes=["tp"] n=4 f32 tensor<8x16xf32>: 768 bytes
-      total: 1 collectives, 768 bytes per device
+      par.bucket_all_reduce axes=["dp"] n=2 f32 16 tensors: 123456 bytes
+      total: 2 collectives, 124224 bytes per device
     ```
   }];
   let options = [
@@ -192,6 +195,79 @@ def StripShardings : Pass<"par-strip-shardings", "ModuleOp"> {
     same program on one device; `par-compile` builds it next to the sharded
     one so that `par-run --verify` can compare them on the same inputs.
   }];
+}
+
+def BucketReductions : Pass<"par-bucket-reductions", "ModuleOp"> {
+  let summary = "Groups all-reduces into buckets sent as one message";
+  let description = [{
+    PyTorch DDP's gradient buckets and XLA's all-reduce combiner, on the
+    partitioned program: in each block, in program order (the order the
+    backward produces gradients), `par.all_reduce` ops with the same mesh,
+    axes, kind and element type and static shapes are gathered into
+    buckets of at most `bucket-bytes` local bytes; each bucket of two or
+    more becomes one `par.bucket_all_reduce` at the position of its last
+    member. A bucket closes when the next member would exceed the cap, or
+    as soon as an op uses the result of one of its members (moving the
+    earlier reductions down to the last one must keep every use after its
+    definition), or at a `par.send`/`par.recv` (point-to-point traffic
+    keeps its order relative to the reductions). A member larger than the
+    cap, and a bucket left with one member, stay a plain `par.all_reduce`.
+    `bucket-bytes=0` leaves the program unchanged.
+
+    ```mlir
+    %a = par.all_reduce %ga on @mesh axes = ["dp"] kind = sum : tensor<64x32xf32>
+    %b = par.all_reduce %gb on @mesh axes = ["dp"] kind = sum : tensor<64xf32>
+    // becomes
+    %r:2 = par.bucket_all_reduce %ga, %gb on @mesh axes = ["dp"] kind = sum : tensor<64x32xf32>, tensor<64xf32>
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Largest bucket in local bytes (DDP's 25 MiB); 0 disables bucketing">
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+  let statistics = [
+    Statistic<"numBuckets", "buckets", "Buckets made">,
+    Statistic<"numBucketed", "bucketed", "All-reduces moved into buckets">
+  ];
+}
+
+def AsyncCollectives : Pass<"par-async-collectives", "ModuleOp"> {
+  let summary = "Splits buffer all-reduces into start and wait around compute";
+  let description = [{
+    After bufferization, each `par.buffer_bucket_all_reduce` (and, with
+    `all-reduces`, each plain `par.buffer_all_reduce`) becomes a
+    `par.buffer_all_reduce_start` at its place and a `par.buffer_wait`
+    right before the first later op of the same block that may write one
+    of its inputs or read or write one of its outputs, or an alias of them
+    (buffers are traced through view-like ops to their allocation; function
+    arguments may alias each other, anything else untraceable may alias
+    everything), and before any op with unknown memory effects (calls) or
+    the block's terminator at the latest. The compute in between overlaps
+    the transfer. Runs before the buffer deallocation pipeline, so that
+    deallocations land after the wait.
+
+    ```mlir
+    par.buffer_bucket_all_reduce ins(%a : memref<64xf32>) outs(%r : memref<64xf32>) on @mesh axes = ["dp"] kind = sum
+    linalg.generic ... ins(%x) outs(%y)      // touches neither %a nor %r
+    memref.copy %r, %z : ...
+    // becomes
+    %h = par.buffer_all_reduce_start ins(%a : memref<64xf32>) outs(%r : memref<64xf32>) on @mesh axes = ["dp"] kind = sum
+    linalg.generic ... ins(%x) outs(%y)
+    par.buffer_wait %h ins(%a : memref<64xf32>) outs(%r : memref<64xf32>)
+    memref.copy %r, %z : ...
+    ```
+  }];
+  let options = [
+    Option<"allReduces", "all-reduces", "bool", /*default=*/"false",
+           "Also split plain par.buffer_all_reduce ops">
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+  let statistics = [
+    Statistic<"numStarted", "started", "Collectives made asynchronous">,
+    Statistic<"numOverlapped", "overlapped",
+              "Of those, with at least one op between start and wait">
+  ];
 }
 
 #endif // PAR_DIALECT_PAR_TRANSFORMS_PASSES_TD
