@@ -41,8 +41,11 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
   // Partial values flow through linear ops: one reduction where several
   // were (q/k/v input gradients, micro-batch gradients), on the narrowest
   // tensor; before the gradient reductions change type below.
-  if (options.sinkReductions)
-    pm.addPass(createSinkReductions());
+  if (options.sinkReductions) {
+    SinkReductionsOptions sink;
+    sink.narrowDataParallel = options.gradReduce == "compute";
+    pm.addPass(createSinkReductions(sink));
+  }
   // Mixed precision's data-parallel gradients in 16 bits, if asked: on the
   // partitioned program, where the reductions are.
   if (options.gradReduce == "compute")

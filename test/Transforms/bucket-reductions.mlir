@@ -139,3 +139,23 @@ func.func @send_and_loop(%a: tensor<4xf32>, %b: tensor<4xf32>, %n: index) -> (te
   }
   return %0, %1, %r : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+par.mesh @mesh ["dp"=2]
+
+// A consumer that is not needed yet (mixed precision's widening of each
+// reduced 16-bit gradient) moves down to its first user, the return, and
+// closes no bucket: both reductions share one.
+// CHECK-LABEL: func.func @consumers_wait
+// CHECK-NEXT: %[[B:.*]]:2 = par.bucket_all_reduce
+// CHECK-DAG: arith.extf %[[B]]#0
+// CHECK-DAG: arith.extf %[[B]]#1
+// CHECK: return
+func.func @consumers_wait(%a: tensor<8xbf16>, %b: tensor<4xbf16>) -> (tensor<8xf32>, tensor<4xf32>) {
+  %ra = par.all_reduce %a on @mesh axes = ["dp"] kind = sum : tensor<8xbf16>
+  %wa = arith.extf %ra : tensor<8xbf16> to tensor<8xf32>
+  %rb = par.all_reduce %b on @mesh axes = ["dp"] kind = sum : tensor<4xbf16>
+  %wb = arith.extf %rb : tensor<4xbf16> to tensor<4xf32>
+  return %wa, %wb : tensor<8xf32>, tensor<4xf32>
+}

@@ -1,5 +1,5 @@
 // RUN: par-opt %s --par-autodiff "--par-optimizer=optimizer=sgd micro-batches=2" | FileCheck %s
-// RUN: par-opt %s --par-autodiff "--par-optimizer=optimizer=sgd micro-batches=2" --par-spmd=report=true -o /dev/null | FileCheck %s --check-prefix=COMM
+// RUN: par-opt %s --par-autodiff "--par-optimizer=optimizer=sgd micro-batches=2" "--par-spmd=report=true bucket-bytes=0" -o /dev/null | FileCheck %s --check-prefix=COMM
 
 // Tests gradient accumulation: the model is one micro-batch (4 rows); the
 // step takes 2 of them (8 rows, still sharded over "x"), views the data as

@@ -1,4 +1,5 @@
 // RUN: par-opt %s --par-sink-reductions --split-input-file | FileCheck %s
+// RUN: par-opt %s "--par-sink-reductions=narrow-data-parallel=true" --split-input-file | FileCheck %s --check-prefix=NARROW
 
 // Tests par-sink-reductions on partitioned programs: partial values are
 // added, scaled, cast and reshaped before one reduction, where it gains
@@ -201,4 +202,26 @@ func.func @step1(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %g = call @grad(%x) : (tensor<8x16xf32>) -> tensor<8x16xf32>
   %e = math.exp %g : tensor<8x16xf32>
   return %e : tensor<8x16xf32>
+}
+
+// -----
+
+par.mesh @mesh ["dp"=2, "tp"=2]
+
+// In a forward (par.param arguments) whose batch is split over dp, a
+// reduction over dp keeps its type through a narrowing cast unless
+// narrow-data-parallel (grad-reduce=compute): Megatron reduces master-weight
+// gradients in f32. Over tp it narrows either way.
+// CHECK-LABEL: func.func @fwd
+// CHECK: par.all_reduce %{{.*}} axes = ["dp"] kind = sum : tensor<8xf32>
+// CHECK: par.all_reduce %{{.*}} axes = ["tp"] kind = sum : tensor<8xbf16>
+// NARROW-LABEL: func.func @fwd
+// NARROW: par.all_reduce %{{.*}} axes = ["dp"] kind = sum : tensor<8xbf16>
+// NARROW: par.all_reduce %{{.*}} axes = ["tp"] kind = sum : tensor<8xbf16>
+func.func @fwd(%x: tensor<4x8xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}, %w: tensor<8xf32> {par.param}) -> (tensor<8xbf16>, tensor<8xbf16>) {
+  %r = par.all_reduce %w on @mesh axes = ["dp"] kind = sum : tensor<8xf32>
+  %t = arith.truncf %r : tensor<8xf32> to tensor<8xbf16>
+  %q = par.all_reduce %w on @mesh axes = ["tp"] kind = sum : tensor<8xf32>
+  %u = arith.truncf %q : tensor<8xf32> to tensor<8xbf16>
+  return %t, %u : tensor<8xbf16>, tensor<8xbf16>
 }

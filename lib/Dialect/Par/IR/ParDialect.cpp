@@ -66,6 +66,26 @@ ShardingAttr mlir::par::getShardingAnnotation(Operation *op) {
   return op->getAttrOfType<ShardingAttr>(ParDialect::kShardingAttrName);
 }
 
+SmallVector<StringRef> mlir::par::getDataParallelAxes(FunctionOpInterface fn) {
+  SmallVector<StringRef> axes;
+  bool isForward = false;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    isForward |= (bool)fn.getArgAttr(i, ParDialect::kParamAttrName);
+  if (!isForward)
+    return axes;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    if (fn.getArgAttr(i, ParDialect::kParamAttrName) ||
+        fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
+      continue;
+    auto s = fn.getArgAttrOfType<ShardingAttr>(i, ParDialect::kShardingAttrName);
+    if (s && !s.getDims().empty())
+      for (StringRef a : s.getDimAxes(0))
+        if (!llvm::is_contained(axes, a))
+          axes.push_back(a);
+  }
+  return axes;
+}
+
 LogicalResult
 mlir::par::verifyShardingFor(function_ref<InFlightDiagnostic()> emitError,
                              ShardingAttr sharding, MeshOp mesh, Type type) {

@@ -12,6 +12,12 @@
 //   - a par.send/par.recv is reached (point-to-point traffic between
 //     pipeline stages keeps its order relative to the reductions).
 //
+// Before scanning, the pure ops that consume reduction results (directly or
+// through other such ops) move down to just before their first user in the
+// block: a consumer that is not needed yet does not close a bucket. Mixed
+// precision widens each reduced gradient right after its reduction; the
+// widening can wait for the return that needs it.
+//
 // Buckets are decided first and rewritten afterwards (collect, then mutate).
 // The members' inputs are defined before them, hence before the last one;
 // their results are used only after it: replacing them by the bucket's
@@ -25,6 +31,7 @@
 #include "par/Dialect/Par/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -135,6 +142,44 @@ private:
   }
 };
 
+/// Whether `op` may move within its block: no side effects (linalg on
+/// tensors included), not a terminator, not a collective.
+bool isMovable(Operation *op) {
+  return !op->hasTrait<OpTrait::IsTerminator>() &&
+         !isa<ParDialect>(op->getDialect()) && isMemoryEffectFree(op);
+}
+
+/// Moves the pure consumers of all-reduce results in `block` down to just
+/// before their first user (see the file comment).
+void sinkConsumers(Block &block) {
+  DenseSet<Operation *> downstream;
+  SmallVector<Operation *> order;
+  for (Operation &op : block) {
+    bool fromReduction = llvm::any_of(op.getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && def->getBlock() == &block &&
+             (isa<AllReduceOp>(def) || downstream.contains(def));
+    });
+    if (fromReduction && isMovable(&op)) {
+      downstream.insert(&op);
+      order.push_back(&op);
+    }
+  }
+  // Last first: an op's users have reached their places when it moves.
+  for (Operation *op : llvm::reverse(order)) {
+    Operation *first = nullptr;
+    bool local = true;
+    for (Operation *user : op->getUsers()) {
+      Operation *u = block.findAncestorOpInBlock(*user);
+      local &= u != nullptr;
+      if (u && (!first || u->isBeforeInBlock(first)))
+        first = u;
+    }
+    if (local && first && first != op->getNextNode())
+      op->moveBefore(first);
+  }
+}
+
 struct BucketReductionsPass
     : public mlir::par::impl::BucketReductionsBase<BucketReductionsPass> {
   using BucketReductionsBase::BucketReductionsBase;
@@ -153,6 +198,7 @@ struct BucketReductionsPass
       fn->walk([&](Block *b) { blocks.push_back(b); });
     });
     for (Block *block : blocks) {
+      sinkConsumers(*block);
       BlockBuckets buckets{double(bucketBytes)};
       buckets.scan(*block);
       for (Bucket *b : buckets.result())

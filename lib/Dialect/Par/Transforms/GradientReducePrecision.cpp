@@ -73,22 +73,9 @@ struct GradientReducePrecisionPass
       if (!compute || !grad)
         continue;
       // A train step also links its gradient; only forwards name data axes.
-      bool isForward = false;
-      for (unsigned i = 0; i < fwd.getNumArguments(); ++i)
-        isForward |= (bool)fwd.getArgAttr(i, ParDialect::kParamAttrName);
-      if (!isForward)
-        continue;
       llvm::StringSet<> dpAxes;
-      for (unsigned i = 0; i < fwd.getNumArguments(); ++i) {
-        if (fwd.getArgAttr(i, ParDialect::kParamAttrName) ||
-            fwd.getArgAttr(i, ParDialect::kLossScaleAttrName))
-          continue;
-        auto s = fwd.getArgAttrOfType<ShardingAttr>(
-            i, ParDialect::kShardingAttrName);
-        if (s && !s.getDims().empty())
-          for (StringRef a : s.getDimAxes(0))
-            dpAxes.insert(a);
-      }
+      for (StringRef a : getDataParallelAxes(fwd))
+        dpAxes.insert(a);
       if (dpAxes.empty())
         continue;
       // The gradient function, the train step (where par-sink-reductions

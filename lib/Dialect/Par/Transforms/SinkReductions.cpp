@@ -194,8 +194,9 @@ bool isZero(Value v) {
 enum class Lin { Zero, Const, Linear, None };
 
 /// The class of `op`'s result from its operands' classes (scalar ops, or
-/// the same ops on tensors).
-Lin combine(Operation *op, ArrayRef<Lin> in) {
+/// the same ops on tensors); a narrowing cast of a partial value is linear
+/// only if `narrowing`.
+Lin combine(Operation *op, ArrayRef<Lin> in, bool narrowing) {
   if (llvm::is_contained(in, Lin::None))
     return Lin::None;
   bool linear = llvm::is_contained(in, Lin::Linear);
@@ -219,8 +220,10 @@ Lin combine(Operation *op, ArrayRef<Lin> in) {
       return in[0] == Lin::Zero ? Lin::Zero : Lin::Const;
     return in[1] == Lin::Const ? Lin::Linear : Lin::None;
   }
-  if (isa<arith::NegFOp, arith::TruncFOp, arith::ExtFOp>(op))
+  if (isa<arith::NegFOp, arith::ExtFOp>(op))
     return in[0];
+  if (isa<arith::TruncFOp>(op))
+    return in[0] == Lin::Linear && !narrowing ? Lin::None : in[0];
   if (isa<arith::SelectOp>(op)) {
     if (!linear)
       return Lin::Const;
@@ -279,6 +282,12 @@ private:
     int64_t n = axesProduct(mesh, axes);
     return n <= 1 ? 0 : 2.0 * double(n - 1) / double(n) * tensorBytes(t);
   }
+  /// Whether reductions over `key` may move through narrowing casts: not
+  /// over data-parallel axes unless `narrow-data-parallel` (grad-reduce=f32
+  /// keeps master-weight gradients reduced in f32).
+  bool narrowOK(const Key &key) const {
+    return narrowDataParallel || (key.axes & dataParallel) == 0;
+  }
   /// The class of `v` given the values treated as partial.
   Lin classOf(Value v, const DenseSet<Value> &partial, const Key &key) {
     if (partial.contains(v))
@@ -328,6 +337,7 @@ private:
   func::FuncOp partialClone(func::FuncOp callee, ArrayRef<unsigned> results);
 
   AxisBits bits;
+  AxisMask dataParallel = 0;
   SymbolTableCollection symbols;
   std::unique_ptr<Uniformity> uniform;
   /// Call results that may be treated as partial (the interprocedural step).
@@ -351,7 +361,7 @@ bool SinkReductionsPass::isLinearIn(Operation *op,
   // Elementwise arith on tensors.
   if (op->getDialect() == op->getContext()->getLoadedDialect("arith") &&
       op->getNumRegions() == 0)
-    return combine(op, classes(op->getOperands())) == Lin::Linear;
+    return combine(op, classes(op->getOperands()), narrowOK(key)) == Lin::Linear;
   // Data movement: linear in the moved tensor, given uniform indices.
   if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::CastOp,
           tensor::ExtractSliceOp>(op)) {
@@ -389,7 +399,7 @@ bool SinkReductionsPass::isLinearIn(Operation *op,
       SmallVector<Lin> in;
       for (Value v : inner.getOperands())
         in.push_back(get(v));
-      c = combine(&inner, in);
+      c = combine(&inner, in, narrowOK(key));
     }
     lin[inner.getResult(0)] = c;
   }
@@ -664,6 +674,9 @@ void SinkReductionsPass::runOnOperation() {
   // More axis names than bits: leave the program as it is.
   if (!bits.ok())
     return;
+  for (auto fn : module.getOps<FunctionOpInterface>())
+    for (StringRef a : getDataParallelAxes(fn))
+      dataParallel |= bits.of(a);
   sinkAll();
   if (!acrossCalls)
     return;

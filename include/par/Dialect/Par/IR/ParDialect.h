@@ -70,6 +70,12 @@ getLocalType(function_ref<InFlightDiagnostic()> emitError,
 /// The sharding attached to a function argument/result or op, if any.
 ShardingAttr getShardingAnnotation(Operation *op);
 
+/// The mesh axes a forward (a function with `par.param` arguments) splits
+/// its batch over: those splitting dim 0 of its data arguments (neither
+/// parameters nor the loss scale), in first-seen order; empty for other
+/// functions.
+SmallVector<StringRef> getDataParallelAxes(FunctionOpInterface fn);
+
 /// The function a link attribute (`par.grad`, `par.step`, `par.update`,
 /// `par.logits`) on `fn` names, or null when there is none.
 FunctionOpInterface getLinkedFunction(Operation *fn, StringRef linkName);

@@ -53,6 +53,12 @@ def SinkReductions : Pass<"par-sink-reductions", "ModuleOp"> {
     ```
   }];
   let options = [
+    Option<"narrowDataParallel", "narrow-data-parallel", "bool",
+           /*default=*/"false",
+           "Let reductions over data-parallel axes move through narrowing "
+           "casts too (grad-reduce=compute); by default master-weight "
+           "gradients stay reduced in their type, as Megatron's "
+           "accumulate-allreduce-grads-in-fp32">,
     Option<"acrossCalls", "across-calls", "bool", /*default=*/"true",
            "Also reduce call results in the caller when that gains, and "
            "pipeline stage gradients in the stage update">
