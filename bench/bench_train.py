@@ -358,7 +358,10 @@ def write_inputs(np, model_mlir, work, cfg, batch, seed):
     return names
 
 
-def build(bin_dir, cfg, batch, dp, work, keep_temps):
+def build(bin_dir, cfg, batch, dp, work, keep_temps, compile_options=None):
+    """Generates the GPT, builds its AdamW train step and compiles it;
+    `compile_options`: par-compile --options (e.g. "bucket-bytes=0
+    sink-reductions=false"), default none."""
     work.mkdir(parents=True, exist_ok=True)
     model = work / "model.mlir"
     run([sys.executable, str(GEN), "--gpt", "--layers", str(cfg["layers"]),
@@ -375,6 +378,8 @@ def build(bin_dir, cfg, batch, dp, work, keep_temps):
            "--no-reference"]
     if keep_temps:
         cmd.append("--keep-temps")
+    if compile_options:
+        cmd.append("--options=%s" % compile_options)
     run(cmd, what="par-compile", retry=True)
     return model
 
@@ -478,6 +483,10 @@ def main(argv=None):
                          "generator's default (gather), or onehot for a "
                          "generator without --embedding")
     ap.add_argument("--bin-dir", default=str(DEFAULT_BIN))
+    ap.add_argument("--compile-options", default=None,
+                    help='par-compile --options for par\'s side, e.g. '
+                         '"bucket-bytes=0 sink-reductions=false" (default: none, '
+                         'the compiler\'s defaults)')
     ap.add_argument("--python", default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", default=None, help="keep the work directory here")
@@ -541,7 +550,8 @@ def main(argv=None):
                            root / ("r%d" % args.ranks)))
         for _, ranks, batch, work in setups:
             t0 = time.time()
-            model = build(bin_dir, cfg, batch, ranks, work, args.keep_temps)
+            model = build(bin_dir, cfg, batch, ranks, work, args.keep_temps,
+                          args.compile_options)
             names = write_inputs(np, model, work, cfg, batch, args.seed)
             print("  built %s (batch %d, %d ranks) in %.1f s"
                   % (work.name, batch, ranks, time.time() - t0), flush=True)
@@ -638,8 +648,10 @@ def main(argv=None):
           % (cfg["layers"], cfg["dmodel"], cfg["heads"], cfg["ffn"], cfg["seq"], cfg["vocab"]))
     print("optimizer: AdamW lr=%g betas=%s eps=%g weight_decay=%g (both sides)"
           % (LR, BETAS, EPS, WD))
-    print("par      : %s -n N --entry gpt_step --steps %d (rank 0's per-step time)"
-          % (bin_dir / "par-run", args.steps))
+    print("par      : %s -n N --entry gpt_step --steps %d (rank 0's per-step time)%s"
+          % (bin_dir / "par-run", args.steps,
+             "; par-compile --options=\"%s\"" % args.compile_options
+             if args.compile_options else ""))
     print("embedding: %s (par: gen_transformer.py --embedding %s; torch: %s)"
           % (embedding, embedding, "F.embedding" if embedding == "gather"
              else "F.one_hot(tokens).float() @ wte"))
