@@ -324,7 +324,10 @@ def run(cmd, env=None, what=None, timeout=900, retry=False):
     return proc.stdout
 
 
-INIT_RE = re.compile(r'%(\w+): tensor<([0-9x]+)xf32> \{par\.param, par\.init = "([^"]+)"')
+# par.init as an attribute (#par.init<uniform, 5.0e-02>, #par.init<ones>) or,
+# from older generators, a string ("uniform:0.05", "ones").
+INIT_RE = re.compile(r'%(\w+): tensor<([0-9x]+)xf32> \{par\.param, par\.init = '
+                     r'(?:"([^"]+)"|#par\.init<(\w+)(?:, ([^>]+))?>)')
 
 
 def write_inputs(np, model_mlir, work, cfg, batch, seed):
@@ -333,7 +336,8 @@ def write_inputs(np, model_mlir, work, cfg, batch, seed):
     rng = np.random.default_rng(seed)
     text = Path(model_mlir).read_text()
     found = {}
-    for name, shape, init in INIT_RE.findall(text):
+    for name, shape, old, kind, arg in INIT_RE.findall(text):
+        init = old or (kind + (":" + arg if arg else ""))
         shape = [int(x) for x in shape.split("x")]
         if init == "ones":
             a = np.ones(shape)
