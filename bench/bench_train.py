@@ -324,7 +324,10 @@ def run(cmd, env=None, what=None, timeout=900, retry=False):
     return proc.stdout
 
 
-INIT_RE = re.compile(r'%(\w+): tensor<([0-9x]+)xf32> \{par\.param, par\.init = "([^"]+)"')
+# par.init as an attribute (#par.init<uniform, 5.0e-02>, #par.init<ones>) or,
+# from older generators, a string ("uniform:0.05", "ones").
+INIT_RE = re.compile(r'%(\w+): tensor<([0-9x]+)xf32> \{par\.param, par\.init = '
+                     r'(?:"([^"]+)"|#par\.init<(\w+)(?:, ([^>]+))?>)')
 
 
 def write_inputs(np, model_mlir, work, cfg, batch, seed):
@@ -333,7 +336,8 @@ def write_inputs(np, model_mlir, work, cfg, batch, seed):
     rng = np.random.default_rng(seed)
     text = Path(model_mlir).read_text()
     found = {}
-    for name, shape, init in INIT_RE.findall(text):
+    for name, shape, old, kind, arg in INIT_RE.findall(text):
+        init = old or (kind + (":" + arg if arg else ""))
         shape = [int(x) for x in shape.split("x")]
         if init == "ones":
             a = np.ones(shape)
@@ -358,7 +362,10 @@ def write_inputs(np, model_mlir, work, cfg, batch, seed):
     return names
 
 
-def build(bin_dir, cfg, batch, dp, work, keep_temps):
+def build(bin_dir, cfg, batch, dp, work, keep_temps, compile_options=None):
+    """Generates the GPT, builds its AdamW train step and compiles it;
+    `compile_options`: par-compile --options (e.g. "bucket-bytes=0
+    sink-reductions=false"), default none."""
     work.mkdir(parents=True, exist_ok=True)
     model = work / "model.mlir"
     run([sys.executable, str(GEN), "--gpt", "--layers", str(cfg["layers"]),
@@ -375,6 +382,8 @@ def build(bin_dir, cfg, batch, dp, work, keep_temps):
            "--no-reference"]
     if keep_temps:
         cmd.append("--keep-temps")
+    if compile_options:
+        cmd.append("--options=%s" % compile_options)
     run(cmd, what="par-compile", retry=True)
     return model
 
@@ -478,6 +487,10 @@ def main(argv=None):
                          "generator's default (gather), or onehot for a "
                          "generator without --embedding")
     ap.add_argument("--bin-dir", default=str(DEFAULT_BIN))
+    ap.add_argument("--compile-options", default=None,
+                    help='par-compile --options for par\'s side, e.g. '
+                         '"bucket-bytes=0 sink-reductions=false" (default: none, '
+                         'the compiler\'s defaults)')
     ap.add_argument("--python", default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", default=None, help="keep the work directory here")
@@ -541,7 +554,8 @@ def main(argv=None):
                            root / ("r%d" % args.ranks)))
         for _, ranks, batch, work in setups:
             t0 = time.time()
-            model = build(bin_dir, cfg, batch, ranks, work, args.keep_temps)
+            model = build(bin_dir, cfg, batch, ranks, work, args.keep_temps,
+                          args.compile_options)
             names = write_inputs(np, model, work, cfg, batch, args.seed)
             print("  built %s (batch %d, %d ranks) in %.1f s"
                   % (work.name, batch, ranks, time.time() - t0), flush=True)
@@ -638,8 +652,10 @@ def main(argv=None):
           % (cfg["layers"], cfg["dmodel"], cfg["heads"], cfg["ffn"], cfg["seq"], cfg["vocab"]))
     print("optimizer: AdamW lr=%g betas=%s eps=%g weight_decay=%g (both sides)"
           % (LR, BETAS, EPS, WD))
-    print("par      : %s -n N --entry gpt_step --steps %d (rank 0's per-step time)"
-          % (bin_dir / "par-run", args.steps))
+    print("par      : %s -n N --entry gpt_step --steps %d (rank 0's per-step time)%s"
+          % (bin_dir / "par-run", args.steps,
+             "; par-compile --options=\"%s\"" % args.compile_options
+             if args.compile_options else ""))
     print("embedding: %s (par: gen_transformer.py --embedding %s; torch: %s)"
           % (embedding, embedding, "F.embedding" if embedding == "gather"
              else "F.one_hot(tokens).float() @ wte"))
