@@ -579,8 +579,11 @@ void PipelineRun::trainStep(int64_t step) {
   runUpdates();
   if (scaling)
     decisions.push_back(lastTaken ? 1.0 : 0.0);
-  if (tracing)
+  if (tracing) {
     trace.add("optimizer update", "update", u0 - t0, par_rt_now_seconds() - t0);
+    // The update's collectives (the data-parallel gradient buckets).
+    trace.addKernels(ctx, t0);
+  }
   double loss = lossSum / m;
   checkRuntime(par_rt_broadcast_world(ctx, &loss, sizeof(loss), lossRoot), ctx,
                "broadcasting the loss");

@@ -58,8 +58,8 @@
 // SPMD-LABEL: func.func @loss_step(
 // SPMD:         %[[LOCAL:.*]] = par.all_finite %{{.*}} : tensor<3x1xf32>
 // SPMD-NEXT:    %[[OK:.*]] = par.all_reduce %[[LOCAL]] on @mesh axes = ["dp", "tp"] kind = min : tensor<f32>
-// SPMD:         ins(%[[OK]], %{{.*}}, %arg1 : tensor<f32>, tensor<3x1xf32>, tensor<3x1xf32>)
-// SPMD:         par.update_loss_scale %arg2, %arg3, %arg4 finite %[[OK]]
+// SPMD-DAG:     ins(%[[OK]], %{{.*}}, %arg1 : tensor<f32>, tensor<3x1xf32>, tensor<3x1xf32>)
+// SPMD-DAG:     par.update_loss_scale %arg2, %arg3, %arg4 finite %[[OK]]
 par.mesh @mesh ["dp"=2, "tp"=2]
 func.func @loss(%x: tensor<4x3xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>},
                 %w: tensor<3x2xf32> {par.param, par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<f32> {

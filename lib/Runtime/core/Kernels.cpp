@@ -115,14 +115,17 @@ public:
 
   /// Finishes a communicating call: aborts on failure, otherwise accounts
   /// one collective with `bytes` sent (or only bytes and time, `counted`
-  /// false, for a started send) and records it while tracing.
-  void finish(par_status_t status, double bytes, bool counted = true) {
+  /// false, for a started send or a wait) and records it while tracing
+  /// (uncounted calls only if `traced`: a wait shows where the program
+  /// blocked on a started bucket).
+  void finish(par_status_t status, double bytes, bool counted = true,
+              bool traced = false) {
     check(status);
     double end = par_rt_now_seconds();
     ctx.stats.collectives += counted ? 1 : 0;
     ctx.stats.bytes_sent += bytes;
     ctx.stats.seconds += end - startTime;
-    if (ctx.tracing && counted)
+    if (ctx.tracing && (counted || traced))
       ctx.trace.push_back({name, startTime, end, bytes});
   }
 
@@ -252,7 +255,7 @@ PAR_RT_EXPORT void par_rt_k_wait(int64_t request) {
   if (st != PAR_OK)
     k.fail(k.context().error);
   // Time only: the bucket was counted when it started.
-  k.finish(st, 0, /*counted=*/false);
+  k.finish(st, 0, /*counted=*/false, /*traced=*/true);
 }
 
 par_status_t par::rt::waitRequest(par_rt_context_t &ctx, int64_t request) {
