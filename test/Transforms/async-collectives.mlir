@@ -1,5 +1,15 @@
-// RUN: par-opt %s --par-async-collectives -split-input-file | FileCheck %s
-// RUN: par-opt %s --par-async-collectives=all-reduces=true -split-input-file | FileCheck %s --check-prefix=ALL
+// RUN: par-opt %s --par-async-collectives=always=true -split-input-file | FileCheck %s
+// RUN: par-opt %s "--par-async-collectives=all-reduces=true always=true" -split-input-file | FileCheck %s --check-prefix=ALL
+// RUN: par-opt %s --par-async-collectives -split-input-file | FileCheck %s --check-prefix=DEFAULT
+
+// By default a collective with nothing but allocations, views and
+// constants before its first conflicting access stays blocking (the call
+// case below); with work in between it is split (the first case).
+// DEFAULT-LABEL: func.func @overlap
+// DEFAULT: par.buffer_all_reduce_start
+// DEFAULT-LABEL: func.func @call
+// DEFAULT: par.buffer_bucket_all_reduce
+// DEFAULT-NEXT: call @opaque
 
 // Tests that a bucket starts where it was and is waited for right before
 // the first op that reads its output; the compute in between (on other

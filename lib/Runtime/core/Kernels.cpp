@@ -24,6 +24,11 @@
 
 #include "../common/Dtype.h"
 
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
 using namespace par::rt;
 
 namespace {
@@ -235,9 +240,42 @@ PAR_RT_EXPORT void par_rt_k_bucket_all_reduce(int64_t members, int64_t n,
                                               int32_t dtype, int32_t reduction,
                                               int64_t axes) {
   KernelCall k("bucket_all_reduce");
-  int64_t handle = startBucket(k, members, n, dtype, reduction, axes);
+  // On device memory (CUDA) the backend packs: start and wait at once.
+  if (std::string(k.ops().name) == "CUDA") {
+    int64_t handle = startBucket(k, members, n, dtype, reduction, axes);
+    k.start();
+    k.finish(waitRequest(k.context(), handle), 0, /*counted=*/false);
+    return;
+  }
+  // Host memory: the members packed into one buffer and one blocking
+  // all-reduce (a backend's blocking collective is its fastest; a started
+  // one waited for at once only adds the non-blocking path's cost).
+  int64_t bytes = 0;
+  std::vector<par_rt_bucket_member_t> list =
+      readMembers(k, members, n, dtype, reduction, bytes);
+  const par_rt_backend_group_t &g = k.group(axes);
+  int64_t es = k.elementSize(dtype), total = 0;
+  for (const par_rt_bucket_member_t &m : list)
+    total += m.count;
   k.start();
-  k.finish(waitRequest(k.context(), handle), 0, /*counted=*/false);
+  std::vector<unsigned char> staging(size_t(std::max<int64_t>(bytes, 1)));
+  unsigned char *at = staging.data();
+  for (const par_rt_bucket_member_t &m : list) {
+    if (m.count)
+      std::memcpy(at, m.in, size_t(m.count * es));
+    at += m.count * es;
+  }
+  par_status_t st = k.ops().all_reduce(k.state(), &g, staging.data(),
+                                       staging.data(), total, dtype, reduction);
+  if (st == PAR_OK) {
+    at = staging.data();
+    for (const par_rt_bucket_member_t &m : list) {
+      if (m.count)
+        std::memcpy(m.out, at, size_t(m.count * es));
+      at += m.count * es;
+    }
+  }
+  k.finish(st, 2.0 * ring(g.size) * double(bytes));
 }
 
 PAR_RT_EXPORT int64_t par_rt_k_all_reduce_start(int64_t members, int64_t n,

@@ -170,6 +170,18 @@ struct AsyncCollectivesPass
     while (!flight.conflicts(waitBefore))
       waitBefore = waitBefore->getNextNode();
 
+    // Nothing to overlap (only allocations, views and constants before the
+    // wait): the blocking form is the cheaper call.
+    bool work = always;
+    for (Operation *x = op->getNextNode(); x != waitBefore && !work;
+         x = x->getNextNode())
+      work = !isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+                  ViewLikeOpInterface>(x) &&
+             !x->hasTrait<OpTrait::ConstantLike>();
+    if (!work) {
+      ++numKeptBlocking;
+      return;
+    }
     OpBuilder b(op);
     SmallVector<Value> inList(ins), outList(outs);
     auto start = BufferAllReduceStartOp::create(

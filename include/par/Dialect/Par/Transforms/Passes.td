@@ -250,8 +250,10 @@ def AsyncCollectives : Pass<"par-async-collectives", "ModuleOp"> {
     arguments may alias each other, anything else untraceable may alias
     everything), and before any op with unknown memory effects (calls) or
     the block's terminator at the latest. The compute in between overlaps
-    the transfer. Runs before the buffer deallocation pipeline, so that
-    deallocations land after the wait.
+    the transfer. Where only allocations, views and constants would sit in
+    between, the op stays blocking (a backend's blocking collective is
+    cheaper than a start waited for at once). Runs before the buffer
+    deallocation pipeline, so that deallocations land after the wait.
 
     ```mlir
     par.buffer_bucket_all_reduce ins(%a : memref<64xf32>) outs(%r : memref<64xf32>) on @mesh axes = ["dp"] kind = sum
@@ -266,13 +268,17 @@ def AsyncCollectives : Pass<"par-async-collectives", "ModuleOp"> {
   }];
   let options = [
     Option<"allReduces", "all-reduces", "bool", /*default=*/"false",
-           "Also split plain par.buffer_all_reduce ops">
+           "Also split plain par.buffer_all_reduce ops">,
+    Option<"always", "always", "bool", /*default=*/"false",
+           "Split even where no work would sit between start and wait">
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
   let statistics = [
     Statistic<"numStarted", "started", "Collectives made asynchronous">,
     Statistic<"numOverlapped", "overlapped",
-              "Of those, with at least one op between start and wait">
+              "Of those, with at least one op between start and wait">,
+    Statistic<"numKeptBlocking", "kept-blocking",
+              "Left blocking: no work before their first conflicting access">
   ];
 }
 
