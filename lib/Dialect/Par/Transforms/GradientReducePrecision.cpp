@@ -83,6 +83,10 @@ struct GradientReducePrecisionPass
       // calls (the gradient's partial clones).
       SetVector<Operation *> fns;
       fns.insert(grad);
+      // A pipeline stage's update (it reduces the micro-batch sums).
+      if (FunctionOpInterface update =
+              getLinkedFunction(fwd, ParDialect::kUpdateAttrName))
+        fns.insert(update);
       if (FunctionOpInterface step =
               getLinkedFunction(fwd, ParDialect::kStepAttrName)) {
         fns.insert(step);

@@ -23,7 +23,10 @@
 // (e.g. a micro-batch's gradient) is reduced in the caller instead, when a
 // gain waits there (the sum of the micro-batches' gradients: one reduction
 // per step instead of m). The call then targets a private clone of the
-// callee returning the partial value; its result sharding says so.
+// callee returning the partial value; its result sharding says so. A
+// mixed-precision gradient returned as a 16-bit round trip of its f32 sum
+// (the 16-bit parameter's gradient widened for the f32 master weight) is
+// returned as the round trip of the partial value, still reduced in f32.
 //
 // The math changes by float reassociation only (and, for casts, by the
 // rounding of partial values instead of their sum: Megatron's behaviour
@@ -286,8 +289,11 @@ private:
   /// over data-parallel axes unless `narrow-data-parallel` (grad-reduce=f32
   /// keeps master-weight gradients reduced in f32).
   bool narrowOK(const Key &key) const {
-    return narrowDataParallel || (key.axes & dataParallel) == 0;
+    return allowNarrowing || narrowDataParallel ||
+           (key.axes & dataParallel) == 0;
   }
+  /// Set while checking a chain that ends as wide as its reduction.
+  bool allowNarrowing = false;
   /// The class of `v` given the values treated as partial.
   Lin classOf(Value v, const DenseSet<Value> &partial, const Key &key) {
     if (partial.contains(v))
@@ -331,6 +337,12 @@ private:
   void returnPartial(func::FuncOp fn, unsigned i);
   /// `s` (null: replicated) of a value of `type`, partial over `key`.
   ShardingAttr partialSharding(ShardingAttr s, Type type, const Key &key);
+  /// The sum all_reduce `ret` returns as operand `i` (directly, or through a
+  /// 16-bit round trip), used by nothing else; null if there is none.
+  AllReduceOp returnedAllReduce(func::ReturnOp ret, unsigned i);
+  /// The sum all_reduce `v` is computed from by single-use ops linear in
+  /// it, the reduction no wider than `wide`; null if none.
+  AllReduceOp chainToReduction(Value v, Type wide, int depth);
   /// Key of callee result `i` if the callee returns it as a sum all_reduce
   /// used by the return only.
   std::optional<Key> returnedReduction(func::FuncOp callee, unsigned i);
@@ -540,6 +552,54 @@ bool SinkReductionsPass::sinkAll() {
   return any;
 }
 
+AllReduceOp SinkReductionsPass::chainToReduction(Value v, Type wide,
+                                                 int depth) {
+  if (auto ar = v.getDefiningOp<AllReduceOp>()) {
+    std::optional<Key> key = keyOf(ar.getResult());
+    auto elt = cast<RankedTensorType>(ar.getType()).getElementType();
+    // The reduction may not end up narrower than it is.
+    if (!key || !soleUser(ar.getResult()) ||
+        elt.getIntOrFloatBitWidth() > wide.getIntOrFloatBitWidth())
+      return nullptr;
+    return ar;
+  }
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 8 || def->getNumResults() != 1)
+    return nullptr;
+  for (Value w : def->getOperands()) {
+    if (soleUser(w) != def || !isa<RankedTensorType>(w.getType()))
+      continue;
+    AllReduceOp ar = chainToReduction(w, wide, depth + 1);
+    if (!ar)
+      continue;
+    // `def` must be linear in the reduced chain value; a narrowing cast on
+    // the way is fine, the chain ends as wide as the reduction.
+    DenseSet<Value> partial;
+    partial.insert(w);
+    allowNarrowing = true;
+    bool linear = isLinearIn(def, partial, *keyOf(ar.getResult()));
+    allowNarrowing = false;
+    if (linear)
+      return ar;
+  }
+  return nullptr;
+}
+
+AllReduceOp SinkReductionsPass::returnedAllReduce(func::ReturnOp ret,
+                                                  unsigned i) {
+  Value v = ret.getOperand(i);
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !isa<FloatType>(type.getElementType()) ||
+      soleUser(v) != ret || llvm::count(ret.getOperands(), v) != 1)
+    return nullptr;
+  // Directly, or through ops linear in the reduced value: a mixed-precision
+  // gradient is its f32 sum rounded as the 16-bit parameter's gradient and
+  // accumulated in f32 for the master weight; the rounding then applies to
+  // each device's part and the reduction stays f32 (Megatron rounds each
+  // micro-batch's gradient before its f32 accumulation and reduction).
+  return chainToReduction(v, type.getElementType(), 0);
+}
+
 std::optional<Key> SinkReductionsPass::returnedReduction(func::FuncOp callee,
                                                          unsigned i) {
   if (!callee || callee.isExternal())
@@ -547,10 +607,9 @@ std::optional<Key> SinkReductionsPass::returnedReduction(func::FuncOp callee,
   std::optional<Key> key;
   bool ok = true;
   callee.walk([&](func::ReturnOp ret) {
-    Value v = ret.getOperand(i);
-    std::optional<Key> k = keyOf(v);
-    ok &= k && soleUser(v) == ret && llvm::count(ret.getOperands(), v) == 1 &&
-          (!key || *key == *k);
+    AllReduceOp ar = returnedAllReduce(ret, i);
+    std::optional<Key> k = ar ? keyOf(ar.getResult()) : std::nullopt;
+    ok &= k && (!key || *key == *k);
     if (k)
       key = k;
   });
@@ -586,9 +645,9 @@ func::FuncOp SinkReductionsPass::partialClone(func::FuncOp callee,
 void SinkReductionsPass::returnPartial(func::FuncOp fn, unsigned i) {
   std::optional<Key> key;
   fn.walk([&](func::ReturnOp ret) {
-    auto ar = ret.getOperand(i).getDefiningOp<AllReduceOp>();
+    AllReduceOp ar = returnedAllReduce(ret, i);
     key = keyOf(ar.getResult());
-    ret.setOperand(i, ar.getInput());
+    ar.getResult().replaceAllUsesWith(ar.getInput());
     erase(ar);
   });
   fn.setResultAttr(i, ParDialect::kShardingAttrName,
