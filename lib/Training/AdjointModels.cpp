@@ -314,19 +314,7 @@ Type accumulatorType(linalg::GenericOp op, const AdjointOperands &ops,
 
 /// A tensor `v` rounded elementwise to element type `elt`.
 Value roundTensor(OpBuilder &b, Location loc, Value v, Type elt) {
-  auto type = cast<RankedTensorType>(v.getType());
-  if (type.getElementType() == elt)
-    return v;
-  int64_t r = type.getRank();
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type.clone(elt)}, ValueRange{v},
-             ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(), elt)},
-             SmallVector<AffineMap>(2, b.getMultiDimIdentityMap(r)),
-             SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
-             [&](OpBuilder &nb, Location l, ValueRange a) {
-               linalg::YieldOp::create(nb, l, castFloat(nb, l, a[0], elt));
-             })
-      .getResult(0);
+  return createFloatCast(b, loc, v, elt);
 }
 
 /// The adjoint of the operand `target` (an input, or an elementwise

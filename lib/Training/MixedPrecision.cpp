@@ -184,23 +184,11 @@ struct MixedPrecisionPass
     // pipeline stage could be cut between.
     if (!isa<BlockArgument>(v))
       b.setInsertionPointAfterValue(v);
-    auto type = cast<RankedTensorType>(v.getType());
-    int64_t r = type.getRank();
-    Value init = tensor::EmptyOp::create(b, loc, type.getShape(), elt);
-    auto cast = linalg::GenericOp::create(
-        b, loc, TypeRange{type.clone(elt)}, ValueRange{v}, ValueRange{init},
-        SmallVector<AffineMap>(2, b.getMultiDimIdentityMap(r)),
-        SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value c = elt.getIntOrFloatBitWidth() < from.getWidth()
-                        ? arith::TruncFOp::create(nb, l, elt, a[0]).getResult()
-                        : arith::ExtFOp::create(nb, l, elt, a[0]).getResult();
-          linalg::YieldOp::create(nb, l, c);
-        });
+    Value cast = createFloatCast(b, loc, v, elt);
     if (elt.getIntOrFloatBitWidth() > from.getWidth())
-      widenedFrom[cast.getResult(0)] = v;
-    casts[key] = cast.getResult(0);
-    return cast.getResult(0);
+      widenedFrom[cast] = v;
+    casts[key] = cast;
+    return cast;
   }
 
   /// The op's kind, or "" for a structural op.

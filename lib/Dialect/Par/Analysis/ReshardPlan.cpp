@@ -6,6 +6,8 @@
 
 #include "par/Dialect/Par/Analysis/ReshardPlan.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -261,4 +263,47 @@ SmallVector<ReshardStep> mlir::par::planReshard(ShardingAttr from,
     emit(ReshardStep::Kind::MakePartial, makePartial, -1, -1, tgt.kind);
   }
   return steps;
+}
+
+/// True if `v` holds the identity of `kind` everywhere, so that every device
+/// may hold it as a partial value without changing the reduction.
+bool mlir::par::isNeutralValue(Value v, ReductionKind kind) {
+  Attribute cst;
+  Value scalar = v;
+  if (auto fill = v.getDefiningOp<linalg::FillOp>())
+    scalar = fill.getInputs()[0];
+  if (!matchPattern(scalar, m_Constant(&cst)))
+    return false;
+  if (auto dense = dyn_cast<DenseElementsAttr>(cst)) {
+    if (!dense.isSplat())
+      return false;
+    cst = dense.getSplatValue<Attribute>();
+  }
+  if (auto f = dyn_cast<FloatAttr>(cst)) {
+    llvm::APFloat x = f.getValue();
+    switch (kind) {
+    case ReductionKind::Sum:
+      return x.isZero();
+    case ReductionKind::Max:
+      return x.isInfinity() && x.isNegative();
+    case ReductionKind::Min:
+      return x.isInfinity() && !x.isNegative();
+    default:
+      return false;
+    }
+  }
+  if (auto i = dyn_cast<IntegerAttr>(cst)) {
+    llvm::APInt x = i.getValue();
+    switch (kind) {
+    case ReductionKind::Sum:
+      return x.isZero();
+    case ReductionKind::Max:
+      return x.isMinSignedValue();
+    case ReductionKind::Min:
+      return x.isMaxSignedValue();
+    default:
+      return false;
+    }
+  }
+  return false;
 }

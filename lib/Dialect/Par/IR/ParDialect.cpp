@@ -2,6 +2,9 @@
 
 #include "par/Dialect/Par/IR/ParDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -64,6 +67,28 @@ static std::string describeBadMesh(Operation *from, FlatSymbolRefAttr sym) {
 
 ShardingAttr mlir::par::getShardingAnnotation(Operation *op) {
   return op->getAttrOfType<ShardingAttr>(ParDialect::kShardingAttrName);
+}
+
+Value mlir::par::createFloatCast(OpBuilder &b, Location loc, Value v,
+                                 Type elt) {
+  auto type = cast<RankedTensorType>(v.getType());
+  auto from = cast<FloatType>(type.getElementType());
+  if (from == elt)
+    return v;
+  int64_t r = type.getRank();
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type.clone(elt)}, ValueRange{v},
+             ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(), elt)},
+             SmallVector<AffineMap>(2, b.getMultiDimIdentityMap(r)),
+             SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value c =
+                   cast<FloatType>(elt).getWidth() < from.getWidth()
+                       ? arith::TruncFOp::create(nb, l, elt, a[0]).getResult()
+                       : arith::ExtFOp::create(nb, l, elt, a[0]).getResult();
+               linalg::YieldOp::create(nb, l, c);
+             })
+      .getResult(0);
 }
 
 SmallVector<StringRef> mlir::par::getDataParallelAxes(FunctionOpInterface fn) {

@@ -152,23 +152,11 @@ struct SendModel : CollectiveModel<SendModel, SendOp> {
   }
 };
 
-/// A bucket reads every input and writes one fresh output per member.
+/// A bucket reads every input and writes one fresh output per member: the
+/// collectives' analysis answers, its own bufferize (which hides the
+/// single-operand one).
 struct BucketAllReduceModel
-    : public BufferizableOpInterface::ExternalModel<BucketAllReduceModel,
-                                                    BucketAllReduceOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
-
+    : public CollectiveModel<BucketAllReduceModel, BucketAllReduceOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {

@@ -40,26 +40,6 @@ using namespace mlir::par;
 
 namespace {
 
-/// `v` converted elementwise to element type `elt`.
-Value convert(OpBuilder &b, Location loc, Value v, Type elt) {
-  auto type = cast<RankedTensorType>(v.getType());
-  int64_t r = type.getRank();
-  auto from = cast<FloatType>(type.getElementType());
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type.clone(elt)}, ValueRange{v},
-             ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(), elt)},
-             SmallVector<AffineMap>(2, b.getMultiDimIdentityMap(r)),
-             SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
-             [&](OpBuilder &nb, Location l, ValueRange a) {
-               Value c =
-                   cast<FloatType>(elt).getWidth() < from.getWidth()
-                       ? arith::TruncFOp::create(nb, l, elt, a[0]).getResult()
-                       : arith::ExtFOp::create(nb, l, elt, a[0]).getResult();
-               linalg::YieldOp::create(nb, l, c);
-             })
-      .getResult(0);
-}
-
 struct GradientReducePrecisionPass
     : public mlir::par::impl::GradientReducePrecisionBase<
           GradientReducePrecisionPass> {
@@ -95,7 +75,7 @@ struct GradientReducePrecisionPass
             fns.insert(callee);
         });
       }
-      SmallVector<AllReduceOp> todo;
+      SmallVector<AllReduceOp> narrowed;
       for (Operation *fn : fns)
         fn->walk([&](AllReduceOp op) {
           auto t = cast<RankedTensorType>(op.getType());
@@ -104,16 +84,17 @@ struct GradientReducePrecisionPass
             return;
           if (llvm::all_of(op.getAxes().getAsValueRange<StringAttr>(),
                            [&](StringRef a) { return dpAxes.contains(a); }))
-            todo.push_back(op);
+            narrowed.push_back(op);
         });
-      for (AllReduceOp op : todo) {
+      for (AllReduceOp op : narrowed) {
         OpBuilder b(op);
         Location loc = op.getLoc();
-        Value narrow = convert(b, loc, op.getInput(), compute.getValue());
+        Value narrow = createFloatCast(b, loc, op.getInput(), compute.getValue());
         Value reduced = AllReduceOp::create(
             b, loc, narrow.getType(), narrow, op.getMeshAttr(), op.getAxes(),
             op.getKindAttr());
-        Value wide = convert(b, loc, reduced, op.getType().getElementType());
+        Value wide =
+            createFloatCast(b, loc, reduced, op.getType().getElementType());
         op.getResult().replaceAllUsesWith(wide);
         op->erase();
         ++numRewritten;

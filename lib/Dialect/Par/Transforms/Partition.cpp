@@ -46,49 +46,6 @@ std::string str(Attribute a) {
   return s;
 }
 
-/// True if `v` holds the identity of `kind` everywhere, so that every device
-/// may hold it as a partial value without changing the reduction.
-bool isNeutral(Value v, ReductionKind kind) {
-  Attribute cst;
-  Value scalar = v;
-  if (auto fill = v.getDefiningOp<linalg::FillOp>())
-    scalar = fill.getInputs()[0];
-  if (!matchPattern(scalar, m_Constant(&cst)))
-    return false;
-  if (auto dense = dyn_cast<DenseElementsAttr>(cst)) {
-    if (!dense.isSplat())
-      return false;
-    cst = dense.getSplatValue<Attribute>();
-  }
-  if (auto f = dyn_cast<FloatAttr>(cst)) {
-    llvm::APFloat x = f.getValue();
-    switch (kind) {
-    case ReductionKind::Sum:
-      return x.isZero();
-    case ReductionKind::Max:
-      return x.isInfinity() && x.isNegative();
-    case ReductionKind::Min:
-      return x.isInfinity() && !x.isNegative();
-    default:
-      return false;
-    }
-  }
-  if (auto i = dyn_cast<IntegerAttr>(cst)) {
-    llvm::APInt x = i.getValue();
-    switch (kind) {
-    case ReductionKind::Sum:
-      return x.isZero();
-    case ReductionKind::Max:
-      return x.isMinSignedValue();
-    case ReductionKind::Min:
-      return x.isMaxSignedValue();
-    default:
-      return false;
-    }
-  }
-  return false;
-}
-
 struct PartitionPass : public mlir::par::impl::PartitionBase<PartitionPass> {
   void runOnOperation() override;
 
@@ -251,7 +208,7 @@ FailureOr<Value> PartitionPass::materialize(OpBuilder &b, Location loc,
                                    (uint64_t)s.dim);
       break;
     case ReshardStep::Kind::MakePartial:
-      if (!isNeutral(value, s.reduction))
+      if (!isNeutralValue(value, s.reduction))
         return emitError(loc)
                << "'" << user->getName() << "' reduces over a loop split on "
                << "mesh axes " << str(axes)

@@ -174,24 +174,6 @@ private:
   DenseMap<Value, AxisMask> memo;
 };
 
-/// True if `v` is zero everywhere (the identity of sum): then every device
-/// may hold it as its partial value.
-bool isZero(Value v) {
-  Value scalar = v;
-  if (auto fill = v.getDefiningOp<linalg::FillOp>())
-    scalar = fill.getInputs()[0];
-  Attribute cst;
-  if (!matchPattern(scalar, m_Constant(&cst)))
-    return false;
-  if (auto dense = dyn_cast<DenseElementsAttr>(cst)) {
-    if (!dense.isSplat())
-      return false;
-    cst = dense.getSplatValue<Attribute>();
-  }
-  auto f = dyn_cast<FloatAttr>(cst);
-  return f && f.getValue().isZero();
-}
-
 /// How a value depends on the partial values: not at all and zero, not at
 /// all (uniform), linearly, or otherwise.
 enum class Lin { Zero, Const, Linear, None };
@@ -298,7 +280,7 @@ private:
   Lin classOf(Value v, const DenseSet<Value> &partial, const Key &key) {
     if (partial.contains(v))
       return Lin::Linear;
-    if (isZero(v))
+    if (isNeutralValue(v, ReductionKind::Sum))
       return Lin::Zero;
     return (uniform->get(v) & key.axes) == key.axes ? Lin::Const : Lin::None;
   }

@@ -40,6 +40,11 @@ struct ReshardStep {
   ShardingAttr after;
 };
 
+/// True if `v` holds the identity of `kind` everywhere (a splat constant or
+/// a fill of one), so that every device may hold it as a partial value
+/// without changing the reduction.
+bool isNeutralValue(Value v, ReductionKind kind);
+
 /// Steps turning `from` into `to` (same mesh; either may be null =
 /// replicated). Never fails: every pair of valid shardings is reachable.
 SmallVector<ReshardStep> planReshard(ShardingAttr from, ShardingAttr to,

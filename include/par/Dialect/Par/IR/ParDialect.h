@@ -76,6 +76,11 @@ ShardingAttr getShardingAnnotation(Operation *op);
 /// functions.
 SmallVector<StringRef> getDataParallelAxes(FunctionOpInterface fn);
 
+/// A float tensor `v` converted elementwise to element type `elt` (one
+/// linalg.generic whose body is an arith.truncf or arith.extf); `v` itself
+/// when it already has that type.
+Value createFloatCast(OpBuilder &b, Location loc, Value v, Type elt);
+
 /// The function a link attribute (`par.grad`, `par.step`, `par.update`,
 /// `par.logits`) on `fn` names, or null when there is none.
 FunctionOpInterface getLinkedFunction(Operation *fn, StringRef linkName);
