@@ -245,6 +245,11 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError("'par.param' is a unit attribute");
     return success();
   }
+  if (attr.getName() == kErrorFeedbackAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("'par.error_feedback' is a unit attribute");
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute " << attr.getName()
                            << " on a region argument";
@@ -388,6 +393,17 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
         !isa<Float16Type, BFloat16Type>(t.getValue()))
       return op->emitError("'par.mixed_precision' must be the compute type "
                            "(f16 or bf16) on a function");
+    return success();
+  }
+  if (attr.getName() == kCompressionAttrName) {
+    auto d = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!d || !isa<FunctionOpInterface>(op) ||
+        !isa_and_nonnull<StringAttr>(d.get("method")) ||
+        !isa_and_nonnull<FloatAttr>(d.get("compressed_bytes")) ||
+        !isa_and_nonnull<FloatAttr>(d.get("uncompressed_bytes")))
+      return op->emitError("'par.compression' must be a dictionary {method "
+                           "(string), compressed_bytes, uncompressed_bytes "
+                           "(floats)} on a function");
     return success();
   }
   if (attr.getName() == kPrecisionAttrName) {

@@ -73,6 +73,17 @@ def Par_Dialect : Dialect {
     /// taken, 0 = skipped): an i64 array [scale, finite].
     static constexpr ::llvm::StringLiteral kLossScaleResultsAttrName =
         "par.loss_scale_results";
+    /// On a train step or stage update par-compress-gradients rewrote: a
+    /// dictionary {method (string), compressed_bytes and uncompressed_bytes
+    /// (f64: the bytes per step and rank its compressed exchanges send, and
+    /// what the fp32 ring all-reduces of the same gradients would send)}.
+    static constexpr ::llvm::StringLiteral kCompressionAttrName =
+        "par.compression";
+    /// On a function argument: an error-feedback buffer of
+    /// par-compress-gradients (state fed back like optimizer state; one row
+    /// per device).
+    static constexpr ::llvm::StringLiteral kErrorFeedbackAttrName =
+        "par.error_feedback";
     /// Pipeline parallelism. On an op: the stage a user pins it to (an i64).
     /// On a function par-pipeline-split made: the stage it computes.
     static constexpr ::llvm::StringLiteral kStageAttrName = "par.stage";
