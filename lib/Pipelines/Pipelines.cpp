@@ -44,12 +44,27 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
   if (options.sinkReductions) {
     SinkReductionsOptions sink;
     sink.narrowDataParallel = options.gradReduce == "compute";
+    // Compression rewrites the step's reductions: every gradient is
+    // reduced there.
+    sink.stepGradients = options.compress != "none";
     pm.addPass(createSinkReductions(sink));
   }
   // Mixed precision's data-parallel gradients in 16 bits, if asked: on the
   // partitioned program, where the reductions are.
   if (options.gradReduce == "compute")
     pm.addPass(createGradientReducePrecision());
+  // Gradient compression: on the data-parallel gradient reductions in
+  // their final type, before the remaining all-reduces are bucketed.
+  if (options.compress != "none") {
+    CompressGradientsOptions cg;
+    cg.method = options.compress;
+    cg.ratio = options.compressRatio;
+    cg.chunk = options.compressChunk;
+    cg.errorFeedback = options.errorFeedback;
+    cg.minElements = options.compressMinElements;
+    cg.bucketBytes = options.bucketBytes;
+    pm.addPass(createCompressGradients(cg));
+  }
   // Buckets (DDP) and the all-reduce combiner (XLA): on the final
   // reductions, after their element types are settled (a bucket has one).
   if (options.bucketBytes != 0) {
@@ -160,6 +175,11 @@ BackendOptions mlir::par::getBackendOptions(const CompileOptions &options) {
   b.gradReduce = options.gradReduce;
   b.sinkReductions = options.sinkReductions;
   b.bucketBytes = options.bucketBytes;
+  b.compress = options.compress;
+  b.compressRatio = options.compressRatio;
+  b.compressChunk = options.compressChunk;
+  b.errorFeedback = options.errorFeedback;
+  b.compressMinElements = options.compressMinElements;
   return b;
 }
 
@@ -171,6 +191,11 @@ void mlir::par::buildSPMDPhase(OpPassManager &pm,
     spmd.gradReduce = options.gradReduce;
     spmd.sinkReductions = options.sinkReductions;
     spmd.bucketBytes = options.bucketBytes;
+    spmd.compress = options.compress;
+    spmd.compressRatio = options.compressRatio;
+    spmd.compressChunk = options.compressChunk;
+    spmd.errorFeedback = options.errorFeedback;
+    spmd.compressMinElements = options.compressMinElements;
     buildSPMDPipeline(pm, spmd);
     return;
   }

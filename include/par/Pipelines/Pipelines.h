@@ -54,6 +54,30 @@ struct SPMDPipelineOptions
       llvm::cl::desc("Largest gradient bucket in local bytes "
                      "(par-bucket-reductions; 0: every all-reduce alone)"),
       llvm::cl::init(kBucket.bucketBytes)};
+  Option<std::string> compress{
+      *this, "compress",
+      llvm::cl::desc("Compress the data-parallel gradient reductions "
+                     "(par-compress-gradients): none (default), int8, sign "
+                     "or topk"),
+      llvm::cl::init("none")};
+  inline static const CompressGradientsOptions kCompress{};
+  Option<double> compressRatio{
+      *this, "compress-ratio",
+      llvm::cl::desc("topk: the fraction of each bucket's elements sent"),
+      llvm::cl::init(kCompress.ratio)};
+  Option<int64_t> compressChunk{
+      *this, "compress-chunk",
+      llvm::cl::desc("int8, sign: elements per scale"),
+      llvm::cl::init(kCompress.chunk)};
+  Option<bool> errorFeedback{
+      *this, "error-feedback",
+      llvm::cl::desc("Compression keeps what it dropped and adds it back "
+                     "the next step (default true)"),
+      llvm::cl::init(kCompress.errorFeedback)};
+  Option<int64_t> compressMinElements{
+      *this, "compress-min-elements",
+      llvm::cl::desc("Gradients with fewer elements stay uncompressed"),
+      llvm::cl::init(kCompress.minElements)};
   Option<bool> report{*this, "report",
                       llvm::cl::desc("Print the communication report"),
                       llvm::cl::init(false)};
@@ -97,6 +121,30 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
                      "(DDP's 25 MiB by default; 0: one blocking message "
                      "per all-reduce)"),
       llvm::cl::init(kBucket.bucketBytes)};
+  Option<std::string> compress{
+      *this, "compress",
+      llvm::cl::desc("Compress the data-parallel gradient reductions "
+                     "(par-compress-gradients): none (default), int8, sign "
+                     "or topk"),
+      llvm::cl::init("none")};
+  inline static const CompressGradientsOptions kCompress{};
+  Option<double> compressRatio{
+      *this, "compress-ratio",
+      llvm::cl::desc("topk: the fraction of each bucket's elements sent"),
+      llvm::cl::init(kCompress.ratio)};
+  Option<int64_t> compressChunk{
+      *this, "compress-chunk",
+      llvm::cl::desc("int8, sign: elements per scale"),
+      llvm::cl::init(kCompress.chunk)};
+  Option<bool> errorFeedback{
+      *this, "error-feedback",
+      llvm::cl::desc("Compression keeps what it dropped and adds it back "
+                     "the next step (default true)"),
+      llvm::cl::init(kCompress.errorFeedback)};
+  Option<int64_t> compressMinElements{
+      *this, "compress-min-elements",
+      llvm::cl::desc("Gradients with fewer elements stay uncompressed"),
+      llvm::cl::init(kCompress.minElements)};
   ListOption<std::string> keep{
       *this, "keep",
       llvm::cl::desc("Op kinds that stay f32 under mixed precision "
@@ -230,6 +278,11 @@ struct BackendOptions {
   std::string gradReduce = "f32"; // or "compute" (mixed precision)
   bool sinkReductions = true;     // par-sink-reductions
   int64_t bucketBytes = BucketReductionsOptions{}.bucketBytes; // 0: none
+  std::string compress = "none"; // par-compress-gradients' method
+  double compressRatio = CompressGradientsOptions{}.ratio;
+  int64_t compressChunk = CompressGradientsOptions{}.chunk;
+  bool errorFeedback = CompressGradientsOptions{}.errorFeedback;
+  int64_t compressMinElements = CompressGradientsOptions{}.minElements;
 };
 
 /// The back half's options as `options` states them.

@@ -315,6 +315,7 @@ private:
   /// The pipeline's hand-off: a stage's backward returns its parameters'
   /// gradients unreduced, the update reduces their micro-batch sum.
   void acrossStages();
+  bool forcedIntoStep(func::CallOp call, unsigned i);
   /// Makes `fn` return result `i` (a returned all_reduce) unreduced.
   void returnPartial(func::FuncOp fn, unsigned i);
   /// `s` (null: replicated) of a value of `type`, partial over `key`.
@@ -705,6 +706,14 @@ void SinkReductionsPass::acrossStages() {
   }
 }
 
+/// With `step-gradients`: result i >= 1 of a train step's call (a
+/// gradient; result 0 is the loss) is reduced in the step, gain or not.
+bool SinkReductionsPass::forcedIntoStep(func::CallOp call, unsigned i) {
+  auto fn = call->getParentOfType<FunctionOpInterface>();
+  return stepGradients && i >= 1 && fn &&
+         fn->hasAttr(ParDialect::kFeedbackAttrName);
+}
+
 void SinkReductionsPass::runOnOperation() {
   ModuleOp module = getOperation();
   uniform = std::make_unique<Uniformity>(bits, symbols);
@@ -741,7 +750,8 @@ void SinkReductionsPass::runOnOperation() {
     for (unsigned i = 0; i < call.getNumResults(); ++i) {
       auto it = callPartials.find(call.getResult(i));
       if (it != callPartials.end() &&
-          gainAhead(call.getResult(i), it->second, 0))
+          (forcedIntoStep(call, i) ||
+           gainAhead(call.getResult(i), it->second, 0)))
         chosen.push_back(i);
     }
     if (!chosen.empty())

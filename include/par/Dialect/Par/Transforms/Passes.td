@@ -61,7 +61,11 @@ def SinkReductions : Pass<"par-sink-reductions", "ModuleOp"> {
            "accumulate-allreduce-grads-in-fp32">,
     Option<"acrossCalls", "across-calls", "bool", /*default=*/"true",
            "Also reduce call results in the caller when that gains, and "
-           "pipeline stage gradients in the stage update">
+           "pipeline stage gradients in the stage update">,
+    Option<"stepGradients", "step-gradients", "bool", /*default=*/"false",
+           "Reduce every gradient a train step's call returns reduced in "
+           "the step itself, gain or not (for par-compress-gradients, "
+           "which rewrites the step's reductions)">
   ];
   let statistics = [
     Statistic<"numSunk", "sunk", "Reductions moved past a linear op">,
@@ -201,6 +205,72 @@ def StripShardings : Pass<"par-strip-shardings", "ModuleOp"> {
     same program on one device; `par-compile` builds it next to the sharded
     one so that `par-run --verify` can compare them on the same inputs.
   }];
+}
+
+def CompressGradients : Pass<"par-compress-gradients", "ModuleOp"> {
+  let summary = "Compresses the data-parallel gradient reductions";
+  let description = [{
+    Runs on the partitioned program, after par-sink-reductions has brought
+    the data-parallel gradient reductions into the train step (the function
+    with `par.feedback`) and the pipeline stage updates. In each, the sum
+    `par.all_reduce`s over data-parallel axes (not the loss's) are grouped
+    in program order into buckets of at most `bucket-bytes`, flattened into
+    one f32 vector per bucket and exchanged compressed, in ordinary tensor
+    ops and par collectives (docs/RationaleCompression.md):
+
+    - `int8`: per chunk of `chunk` elements a scale max|x|/127 and
+      round-to-nearest-even codes; two phases as 1-bit Adam's compressed
+      all-reduce: all_to_all of the codes and scales (each device owns 1/n
+      of the vector), the owned part decompressed and summed, compressed
+      again, all_gather. 2(n-1)/n * P * (1 + 4/chunk) bytes for P padded
+      elements.
+    - `sign`: the signs, 8 per byte, and per chunk the scale mean|x|; the
+      same two phases. 2(n-1)/n * P * (1/8 + 4/chunk) bytes.
+    - `topk`: the k = ceil(ratio * N) largest magnitudes of the bucket
+      (ties: lowest index first), values and i32 indices all_gathered and
+      added. (n-1) * k * 8 bytes.
+
+    With `error-feedback` (default), each compression point keeps what it
+    dropped: e = x + e_prev, send C(e), e_prev' = e - D(C(e)). The buffers
+    are new state arguments and results of the function (`par.error_feedback`,
+    zeros at first, one row per device, fed back like optimizer state; kept
+    on a step the loss scale skips). Under loss scaling the unscaled
+    gradients are compressed. Gradients with fewer than `min-elements`
+    elements stay uncompressed. The function gets a `par.compression`
+    summary (method, bytes per step of the compressed exchanges and of the
+    fp32 ring all-reduces they replace).
+
+    ```mlir
+    %g = par.all_reduce %p on @mesh axes = ["dp"] kind = sum : tensor<64x32xf32>
+    // becomes (int8, n = 2): e = p + e1; codes/scales; par.all_to_all of
+    // tensor<2x1024xi8> and tensor<2x2xf32>; owned sum; e2; par.all_gather
+    // of tensor<1024xi8> and tensor<2xf32>; decompressed, reshaped back
+    ```
+  }];
+  let options = [
+    Option<"method", "method", "std::string", /*default=*/"\"int8\"",
+           "int8, sign or topk">,
+    Option<"ratio", "ratio", "double", /*default=*/"0.01",
+           "topk: the fraction of each bucket's elements sent, in (0, 1)">,
+    Option<"chunk", "chunk", "int64_t", /*default=*/"512",
+           "int8, sign: elements per scale (a multiple of 8 for sign)">,
+    Option<"errorFeedback", "error-feedback", "bool", /*default=*/"true",
+           "Keep what compression dropped and add it back the next step">,
+    Option<"minElements", "min-elements", "int64_t", /*default=*/"0",
+           "Gradients with fewer elements stay uncompressed">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Largest bucket in local bytes (0: every gradient alone)">
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numBuckets", "buckets", "Compressed exchanges made">,
+    Statistic<"numCompressed", "compressed", "Gradient reductions compressed">
+  ];
 }
 
 def BucketReductions : Pass<"par-bucket-reductions", "ModuleOp"> {
