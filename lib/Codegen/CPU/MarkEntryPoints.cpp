@@ -30,6 +30,7 @@ struct MarkEntryPointsPass
         fn.removeArgAttr(i, ParDialect::kInitAttrName);
         fn.removeArgAttr(i, ParDialect::kParamAttrName);
         fn.removeArgAttr(i, ParDialect::kLossScaleAttrName);
+        fn.removeArgAttr(i, ParDialect::kErrorFeedbackAttrName);
       }
       for (unsigned i = 0; i < fn.getNumResults(); ++i) {
         fn.removeResultAttr(i, sharding);
