@@ -56,6 +56,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include "llvm/Support/Format.h"
+
 #include <cmath>
 
 #define DEBUG_TYPE "par-compress-gradients"
@@ -205,6 +207,14 @@ private:
   LogicalResult rewrite(FunctionOpInterface fn, bool isStep);
 };
 
+/// `v` as printf's %g writes it (1.5, 0.001).
+static std::string formatDouble(double v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%g", v);
+  return s;
+}
+
 LogicalResult CompressGradientsPass::checkOptions() {
   ModuleOp module = getOperation();
   if (method != "int8" && method != "sign" && method != "topk")
@@ -213,16 +223,17 @@ LogicalResult CompressGradientsPass::checkOptions() {
            << "' (option method: int8, sign or topk)";
   if (method == "topk" && !(ratio > 0 && ratio < 1))
     return module.emitError()
-           << "par-compress-gradients: ratio=" << ratio
+           << "par-compress-gradients: ratio="
+           << formatDouble(ratio)
            << " is outside (0, 1) (option ratio: the fraction of each "
               "bucket's elements top-k sends)";
   if (method != "topk" && chunk <= 0)
     return module.emitError()
-           << "par-compress-gradients: chunk=" << chunk
+           << "par-compress-gradients: chunk=" << (int64_t)chunk
            << " must be positive (option chunk: elements per scale)";
   if (method == "sign" && chunk % 8 != 0)
     return module.emitError()
-           << "par-compress-gradients: chunk=" << chunk
+           << "par-compress-gradients: chunk=" << (int64_t)chunk
            << " must be a multiple of 8 for method=sign (8 signs per byte)";
   if (minElements < 0 || bucketBytes < 0)
     return module.emitError() << "par-compress-gradients: min-elements and "
