@@ -141,7 +141,7 @@ def build(a, work):
     opts = (f"optimizer=sgd lr=1 compress={a.method} compress-chunk={a.chunk} "
             f"compress-ratio={a.ratio} bucket-bytes=0")
     art = os.path.join(work, "art")
-    subprocess.run(["par-compile", src, f"--options={opts}", "-o", art],
+    subprocess.run([a.par_compile, src, f"--options={opts}", "-o", art],
                    check=True, stdout=subprocess.DEVNULL)
     return art
 
@@ -162,7 +162,7 @@ def inputs(a, work):
 
 
 def run(a, art, xp, out, steps):
-    r = subprocess.run(["par-run", "-n", str(a.ranks), art, "--entry",
+    r = subprocess.run([a.par_run, "-n", str(a.ranks), art, "--entry",
                         "probe_step", "--input", f"arg0={xp}", "--steps",
                         str(steps), "--output", out],
                        check=True, capture_output=True, text=True)
@@ -180,6 +180,8 @@ def main():
     p.add_argument("--steps", type=int, default=1)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--work", required=True)
+    p.add_argument("--par-compile", default="par-compile")
+    p.add_argument("--par-run", default="par-run")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     art = build(a, a.work)
@@ -247,6 +249,12 @@ def main():
               f"fewer")
         if abs(vs_formula - 1) > 0.02:
             sys.exit("measured bytes differ from the formula")
+        target = {"int8": 3.9, "sign": 25, "topk": 100}[a.method]
+        if a.method == "topk" and a.ratio > 0.001:
+            target = 1 / (n * a.ratio) * 0.98
+        if fp32 / (measured - loss) < target:
+            sys.exit(f"{a.method}: fewer than {target}x fewer bytes than the "
+                     f"fp32 ring all-reduce")
 
 
 if __name__ == "__main__":
