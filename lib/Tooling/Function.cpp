@@ -7,6 +7,7 @@
 
 #include "par/Tooling/Function.h"
 
+#include "par/Target/Manifest/ManifestSchema.h"
 #include "par/Tooling/Diagnostics.h"
 
 #include <algorithm>
@@ -20,6 +21,10 @@ Buffer zeroBuffer(int64_t bytes) {
 bool Tensor::sameLayout(const Tensor &o) const {
   return dtype == o.dtype && local == o.local && dims == o.dims &&
          partial == o.partial;
+}
+
+bool Tensor::errorFeedback() const {
+  return role == ::par::manifest::key::kRoleErrorFeedback;
 }
 
 bool Tensor::replicated() const {
@@ -83,6 +88,9 @@ Function::Function(par_session_t *session, par_function_t *fn)
   lossScaleResult = info.loss_scale_result;
   finiteResult = info.finite_result;
   minLossScale = info.min_loss_scale;
+  if (info.compression_method)
+    compression = Compression{info.compression_method, info.compressed_bytes,
+                              info.uncompressed_bytes};
   stageArgs.assign(info.stage_args, info.stage_args + info.num_stage_args);
   for (auto [role, dst] : {std::pair<const char *, std::string *>{info.grad, &grad},
                            {info.step, &step},
@@ -95,6 +103,14 @@ Function::Function(par_session_t *session, par_function_t *fn)
 void Function::check(par_status_t s) const {
   if (s != PAR_OK)
     fatal(par_session_last_error(session));
+}
+
+std::vector<size_t> Function::errorFeedbackInputs() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].errorFeedback())
+      out.push_back(i);
+  return out;
 }
 
 int64_t Function::devices() const {

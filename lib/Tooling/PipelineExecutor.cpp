@@ -16,6 +16,7 @@
 #include "par/Tooling/CharData.h"
 #include "par/Tooling/Compare.h"
 #include "par/Tooling/Diagnostics.h"
+#include "par/Tooling/Traffic.h"
 #include "par/Tooling/Values.h"
 
 #include <algorithm>
@@ -122,6 +123,7 @@ private:
   void trainStep(int64_t step);
   double lossScale() const;
   void reportStash();
+  void reportCompression();
   void sample();
   int verify();
 
@@ -615,6 +617,33 @@ void PipelineRun::reportStash() {
   printf("\n");
 }
 
+/// After training: the bytes per step by kernel and the compression of the
+/// stage updates this rank runs (Traffic.h); with --error-norm the norm of
+/// their error-feedback state (the update's state inputs of role
+/// "error_feedback", counted over every stage for the buffer count).
+void PipelineRun::reportCompression() {
+  CompressionTotals compression;
+  std::vector<ErrorFeedbackBlock> blocks;
+  for (int64_t s = me; s < S; s += pipe.p) {
+    const Function &u = stages[s].update;
+    compression.add(u);
+    size_t P = stages[s].paramArgs.size();
+    for (size_t k = 0; k < stages[s].state.size(); ++k)
+      if (u.inputs[2 * P + k].errorFeedback())
+        blocks.push_back({&u, 2 * P + k, &stages[s].state[k], ppAxis});
+  }
+  reportTraffic(ctx, o.train.steps, compression, rank, world);
+  if (!o.errorNorm)
+    return;
+  int64_t buffers = 0;
+  for (int64_t s = 0; s < S; ++s) {
+    const Function &u = stages[s].update;
+    for (size_t i = 2 * u.stageArgs.size(); i < u.inputs.size(); ++i)
+      buffers += u.inputs[i].errorFeedback() ? 1 : 0;
+  }
+  reportErrorFeedbackNorm(ctx, blocks, buffers, rank, world);
+}
+
 /// Every stage's parameters gathered on rank 0, which runs the unsharded
 /// logits function (reference.so) on them.
 void PipelineRun::sample() {
@@ -692,6 +721,8 @@ int PipelineRun::run() {
   logOptions.minScale = u0.minLossScale;
   log.emplace(logOptions, rank == 0);
   printHeader();
+  // The statistics cover the steps exactly (not the communicators made).
+  par_rt_context_reset_stats(ctx);
   for (int64_t step = 1; step <= o.train.steps; ++step)
     trainStep(step);
   if (scaling) {
@@ -701,6 +732,7 @@ int PipelineRun::run() {
   log->finish(toolName() + ": " + func + " pipelined on " +
              std::to_string(world) + " ranks, loss per step");
   reportStash();
+  reportCompression();
   // The Chrome trace of the last step: one track per rank.
   if (!o.trace.empty()) {
     writeChromeTrace(ctx, trace, o.trace, rank, world);

@@ -12,6 +12,7 @@
 #include "par/Tooling/Compare.h"
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Npy.h"
+#include "par/Tooling/Traffic.h"
 #include "par/Tooling/Values.h"
 
 #include <algorithm>
@@ -104,6 +105,9 @@ void ModuleRun::train() {
     printf("\n");
   }
   TrainStepper stepper(f, locals, batches);
+  // The statistics cover the steps exactly (nothing before them counts
+  // today; the reset keeps it so).
+  par_rt_context_reset_stats(ctx);
   // Every rank's step-or-skip decisions, to check they agree.
   std::vector<double> decisions;
   double nextScale = NAN;
@@ -135,6 +139,16 @@ void ModuleRun::train() {
   losses = log.losses();
   outs = stepper.outputs();
   par_rt_context_stats(ctx, &stats);
+  CompressionTotals compression;
+  compression.add(f);
+  reportTraffic(ctx, o.train.steps, compression, rank, world);
+  if (o.errorNorm) {
+    // After the last step the arguments hold its fed-back results.
+    std::vector<ErrorFeedbackBlock> blocks;
+    for (size_t i : f.errorFeedbackInputs())
+      blocks.push_back({&f, i, &locals[i], -1});
+    reportErrorFeedbackNorm(ctx, blocks, int64_t(blocks.size()), rank, world);
+  }
 }
 
 void ModuleRun::repeat() {
@@ -176,14 +190,43 @@ void ModuleRun::report() const {
   }
 }
 
+/// How many trailing inputs and results of the sharded `f` the reference
+/// `ref` lacks: 0 for equal signatures; for a sharded step with gradient
+/// compression its error-feedback inputs (role "error_feedback", after all
+/// of the reference's) and the results that feed them (after all of the
+/// reference's). Anything else is fatal.
+size_t extraState(const Function &f, const Function &ref) {
+  if (ref.inputs.size() == f.inputs.size() &&
+      ref.outputs.size() == f.outputs.size())
+    return 0;
+  size_t extra = f.inputs.size() - ref.inputs.size();
+  bool ok = f.inputs.size() > ref.inputs.size() &&
+            f.outputs.size() == ref.outputs.size() + extra;
+  for (size_t i = ref.inputs.size(); ok && i < f.inputs.size(); ++i) {
+    bool fed = false;
+    for (auto [r, a] : f.feedback)
+      fed = fed || (a == i && r >= ref.outputs.size());
+    ok = f.inputs[i].errorFeedback() && fed;
+  }
+  if (!ok)
+    fatal("reference and sharded programs have different signatures ('" +
+          f.name + "': " + std::to_string(ref.inputs.size()) + " -> " +
+          std::to_string(ref.outputs.size()) + " and " +
+          std::to_string(f.inputs.size()) + " -> " +
+          std::to_string(f.outputs.size()) +
+          "); only trailing error-feedback state (role 'error_feedback', "
+          "fed back by trailing results) may differ");
+  return extra;
+}
+
 /// Runs the unsharded reference on the same global inputs (as many train
-/// steps, from the same start) and compares; rank 0 only.
+/// steps, from the same start) and compares; rank 0 only. A sharded step's
+/// trailing error-feedback state is not in the reference: its inputs are
+/// left out and only the results both have are compared.
 int ModuleRun::verify(const std::vector<Buffer> &globals) const {
   Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
   Function ref = reference.lookup(f.name);
-  if (ref.inputs.size() != f.inputs.size() ||
-      ref.outputs.size() != f.outputs.size())
-    fatal("reference and sharded programs have different signatures");
+  size_t extra = extraState(f, ref);
   std::vector<Buffer> refIn = globalInputs(ref, o.seed, given), refOut;
   TrainStepper::BatchFn refBatches;
   if (!o.data.empty())
@@ -202,6 +245,14 @@ int ModuleRun::verify(const std::vector<Buffer> &globals) const {
   }
   printf("%s: verify against the unsharded program (1 rank)\n",
          toolName().c_str());
+  if (extra > 0)
+    printf("%s: the sharded program's %zu error-feedback input(s) and "
+           "result(s) are not in the reference: comparing its other %zu "
+           "result(s)%s\n",
+           toolName().c_str(), extra, ref.outputs.size(),
+           f.compression ? " (compressed gradients differ from the "
+                           "reference's by the compression error; see --rtol)"
+                         : "");
   for (size_t k = 0; k < ref.outputs.size(); ++k) {
     const Tensor &t = ref.outputs[k];
     TensorDiff d = compareTensors(t, globals[k].data(), refOut[k].data());

@@ -11,7 +11,9 @@
 // local blocks from the counter-based generator or given .npy files, the
 // entry point once, K times or as a train step, per-rank time and bytes,
 // the gathered outputs as .npy, and with --verify the unsharded reference
-// on the same global inputs. --pipeline runs a pipelined train step.
+// on the same global inputs. --pipeline runs a pipelined train step. After
+// training, the bytes per step by kernel and gradient compression's savings
+// (--error-norm: the error-feedback buffers' norm).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,7 +45,8 @@ void usage() {
   fprintf(stderr,
           "usage: par-run -n N ARTIFACT_DIR [--backend cpu|cuda] "
           "[--input argK=FILE.npy ...] [--seed S] [--output DIR] [--verify] "
-          "[--entry NAME] [--repeat K] [--steps N [--loss-csv FILE]]\n"
+          "[--entry NAME] [--repeat K] [--steps N [--loss-csv FILE] "
+          "[--error-norm]]\n"
           "  --input/--output .npy files have the tensor's dtype: numpy's "
           "own for\n             f64, f32, f16 (float16), i64, i32, i8, "
           "i1 (bool); bf16 is '<u2',\n             the upper 16 bits of "
@@ -71,7 +74,24 @@ void usage() {
           "checked against the\n             unpipelined train step on 1 "
           "rank\n"
           "  --trace FILE.json  with --pipeline: a Chrome trace of every "
-          "rank's\n             actions (open in Perfetto)\n");
+          "rank's\n             actions (open in Perfetto)\n"
+          "  --error-norm  with --steps: after training print the L2 norm of "
+          "the\n             error-feedback buffers of gradient compression "
+          "(par-compress-\n             gradients; all ranks' rows, the "
+          "stage updates' with --pipeline)\n"
+          "After --steps N, rank 0 prints the bytes per step and rank the "
+          "runtime\nmeasured on the rank that sent the most, by kernel, and, "
+          "when the step or\nthe stage updates compress their gradients, "
+          "the bytes of the compressed\nexchanges against the fp32 ring "
+          "all-reduce they replace:\n"
+          "  par-run: bytes per step and rank: B (KERNEL BYTES, ...) on rank "
+          "R, the most of N ranks\n"
+          "  par-run: compression METHOD: exchanges C bytes per step and rank "
+          "(formula), fp32\n    ring all-reduce of the same gradients U: "
+          "U/Cx fewer; this step measured B,\n    without compression it "
+          "would send B-C+U (ratio) on rank R\n"
+          "--verify compares a step with error-feedback state (which the "
+          "reference lacks)\non the results both have.\n");
 }
 
 /// A positive count; `what` completes "needs a positive ...".
@@ -120,6 +140,9 @@ void checkCombinations(const Options &o) {
           "--input");
   if (!r.trace.empty() && !o.pipeline)
     fatal("--trace needs --pipeline");
+  if (r.errorNorm && r.train.steps == 0)
+    fatal("--error-norm needs --steps (it reports the error-feedback "
+          "buffers after training)");
   if (r.sample.count > 0 && (r.train.steps == 0 || r.data.empty()))
     fatal("--sample needs --steps and --data (it samples from the trained "
           "model with the data's character tokenizer)");
@@ -185,6 +208,8 @@ Options parseArgs(int argc, char **argv) {
       r.trace = next();
     } else if (a == "--verify") {
       r.verify = true;
+    } else if (a == "--error-norm") {
+      r.errorNorm = true;
     } else if (a == "-h" || a == "--help") {
       usage();
       exit(0);

@@ -86,7 +86,33 @@ typedef struct par_rt_stats_t {
 } par_rt_stats_t;
 void par_rt_context_stats(const par_rt_context_t *context,
                           par_rt_stats_t *out);
+/* Clears the statistics, the per-kernel ones included. */
 void par_rt_context_reset_stats(par_rt_context_t *context);
+
+/* The same statistics per kernel, since creation (or the last reset).
+ * `bytes_sent` and `seconds` are what the kernel added to par_rt_stats_t,
+ * so they sum to its totals; `calls` counts every call of the kernel,
+ * including those par_rt_stats_t.collectives leaves out (a bucket's
+ * "wait", which adds time only, and "send_async", bytes and time), so the
+ * calls of the other kernels sum to `collectives`. A started bucket is one
+ * call of "all_reduce_start" (its bytes) and one of "wait" (the time it
+ * blocked); a blocking one is "bucket_all_reduce". Local kernels
+ * (all_slice, matmuls) are not counted, as in par_rt_stats_t. */
+typedef struct par_rt_kernel_stats_t {
+  const char *kernel; /* "all_reduce", "all_to_all", ... (static storage) */
+  int64_t calls;
+  double bytes_sent; /* ring-formula bytes this process sent */
+  double seconds;    /* wall time inside the kernel */
+} par_rt_kernel_stats_t;
+/* Copies the record of every kernel the runtime accounts (those not yet
+ * called included, with zeros), at most `capacity` of them, into `out`, and
+ * returns how many there are: call with capacity 0 to size `out`. The
+ * kernels and their order are fixed for a library (the same on every rank
+ * of a job), so records of several ranks line up index by index. A NULL
+ * context has none (0). */
+int64_t par_rt_context_kernel_stats(const par_rt_context_t *context,
+                                    par_rt_kernel_stats_t *out,
+                                    int64_t capacity);
 
 /* Kernel tracing: while enabled, every collective and send/recv a program
  * calls is recorded (kernel name, start and end as par_rt_now_seconds,

@@ -205,6 +205,14 @@ typedef struct par_function_info_t {
   const char *compute_type;
   int64_t loss_scale_result, finite_result;
   double min_loss_scale; /* the policy's minimum scale (0: none) */
+  /* Gradient compression (par-compress-gradients; a train step or a stage
+   * update): the method ("int8", "sign", "topk"; NULL: none) and, per call
+   * and rank by the ring formulas, the bytes its compressed exchanges send
+   * and those the fp32 ring all-reduce of the same gradients would send
+   * (0 without compression). Its error-feedback buffers are the inputs of
+   * role "error_feedback". */
+  const char *compression_method;
+  double compressed_bytes, uncompressed_bytes;
 } par_function_info_t;
 
 void par_function_info(const par_function_t *function,
@@ -230,8 +238,10 @@ typedef struct par_tensor_info_t {
   /* The program's initialiser (par.init): "", "zeros", "ones" or
    * "uniform:<scale>" (the manifest's spelling, ManifestSchema.h). */
   const char *init;
-  /* The input's role: "" or "loss_scale" (the train state's loss scale, fed
-   * by the driver; par-loss-scale). */
+  /* The input's role: "", "loss_scale" (the train state's loss scale, fed
+   * by the driver; par-loss-scale) or "error_feedback" (an error-feedback
+   * buffer of gradient compression: state fed back like optimizer state,
+   * one row per device; the unsharded reference has no such input). */
   const char *role;
 } par_tensor_info_t;
 

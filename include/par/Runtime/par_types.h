@@ -22,8 +22,10 @@
 /* 1: the single par_runtime.h. 2: host API and kernel ABI split, the world
  * option (local or MPI), memrefCopy, par_rt_api_version. 3: bucket
  * all-reduces (par_rt_k_bucket_all_reduce, par_rt_k_all_reduce_start,
- * par_rt_k_wait, par_rt_request_wait). */
-#define PAR_RT_API_VERSION 3
+ * par_rt_k_wait, par_rt_request_wait). 4: per-kernel statistics
+ * (par_rt_context_kernel_stats); the session's gradient compression
+ * (par_function_info_t.compression_*) and "error_feedback" inputs. */
+#define PAR_RT_API_VERSION 4
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,8 @@
 //
 // The tooling works on values: a Session owns a par_session_t, a Function
 // copies what par_function_info/par_function_tensor say into vectors and
-// strings (shapes, shardings as axis indices, feedback pairs), and its
+// strings (shapes, shardings as axis indices, feedback pairs, roles,
+// gradient compression), and its
 // call/scatter/gather take and return byte buffers. Every session failure
 // is fatal (Diagnostics.h) with the session's message.
 //
@@ -13,6 +14,7 @@
 
 #include "par/Runtime/par_session.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,8 +38,12 @@ struct Tensor {
   std::vector<int64_t> partial;           // mesh axes holding partial sums
   par_reduction_t partialKind = PAR_SUM;
   std::string init;
-  std::string role; // "" or "loss_scale"
+  std::string role; // "", "loss_scale" or "error_feedback"
   int64_t globalCount = 1, localCount = 1;
+
+  /// An error-feedback buffer of gradient compression (role
+  /// "error_feedback"): train state the unsharded reference does not have.
+  bool errorFeedback() const;
 
   int64_t localBytes() const { return localCount * elementSize; }
   int64_t globalBytes() const { return globalCount * elementSize; }
@@ -45,6 +51,15 @@ struct Tensor {
   bool sameLayout(const Tensor &o) const;
   /// No dimension split and no partial axis.
   bool replicated() const;
+};
+
+/// Gradient compression of a train step or a stage update
+/// (par-compress-gradients): per call and rank by the ring formulas, the
+/// bytes its compressed exchanges send and those the fp32 ring all-reduce
+/// of the same gradients would send.
+struct Compression {
+  std::string method; // "int8", "sign", "topk"
+  double compressedBytes = 0, uncompressedBytes = 0;
 };
 
 class Function {
@@ -70,6 +85,11 @@ public:
   /// Loss scaling: the results with the next scale and the finite flag.
   int64_t lossScaleResult = -1, finiteResult = -1;
   double minLossScale = 0; // the policy's minimum scale (0: none given)
+  /// Gradient compression, if the function compresses its gradients.
+  std::optional<Compression> compression;
+
+  /// The inputs of role "error_feedback", in order.
+  std::vector<size_t> errorFeedbackInputs() const;
 
   int64_t devices() const;
   int64_t axisIndex(const std::string &axis) const;

@@ -4,10 +4,14 @@
 // iree/tooling/run_module.h plays this part for iree-run-module): builds
 // each input's local block (a given .npy or the generator), runs the entry
 // point once, K times (--repeat) or as a train step N times (--steps, with
-// a character corpus for the batches), reports per-rank time and traffic,
-// gathers the results to rank 0 (--output writes them as .npy), verifies
-// them and the loss trajectory against the unsharded reference (--verify)
-// and samples text from the trained model (--sample).
+// a character corpus for the batches), reports per-rank time and traffic
+// (after training also the bytes per step by kernel, gradient compression's
+// savings and, with --error-norm, the error-feedback buffers' norm:
+// Traffic.h), gathers the results to rank 0 (--output writes them as .npy),
+// verifies them and the loss trajectory against the unsharded reference
+// (--verify; a sharded step's trailing error-feedback state, which the
+// reference lacks, is left out) and samples text from the trained model
+// (--sample).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +41,7 @@ struct RunOptions {
   SamplingOptions sample; // count > 0: sample after training
   std::string sampleEntry;
   std::string trace; // pipelined runs: a Chrome trace of the last step
+  bool errorNorm = false; // after training: the error-feedback buffers' norm
 };
 
 /// Runs `o.entry` of the artifact's sharded program on this rank of the

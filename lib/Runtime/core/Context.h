@@ -37,6 +37,19 @@ struct Backend {
   const char *lastError() const { return ops->last_error(state); }
 };
 
+/// The kernels the statistics account per name, in the order
+/// par_rt_context_kernel_stats lists them: every entry point of Kernels.cpp
+/// that communicates (all_slice and the matmuls are local).
+inline constexpr const char *kKernelNames[] = {
+    "all_reduce", "bucket_all_reduce", "all_reduce_start", "wait",
+    "all_gather", "reduce_scatter",    "all_to_all",       "broadcast",
+    "send",       "send_async",        "recv"};
+inline constexpr int kNumKernels =
+    int(sizeof(kKernelNames) / sizeof(kKernelNames[0]));
+
+/// Zeroed per-kernel records, named by kKernelNames.
+void resetKernelStats(par_rt_kernel_stats_t (&stats)[kNumKernels]);
+
 /// The group of processes one axes code denotes, for this process: pure
 /// arithmetic on the mesh (so all_slice, which does not communicate, never
 /// creates a communicator). The backend caches its communicator by `desc.axes`.
@@ -64,6 +77,10 @@ struct par_rt_context_t {
 
   std::string error; // par_rt_context_last_error
   par_rt_stats_t stats = {0, 0.0, 0.0};
+  /// The same per kernel, indexed like par::rt::kKernelNames.
+  par_rt_kernel_stats_t kernelStats[par::rt::kNumKernels];
+
+  par_rt_context_t() { par::rt::resetKernelStats(kernelStats); }
 
   /// Kernel records while tracing (par_rt_trace_enable).
   bool tracing = false;

@@ -1,8 +1,8 @@
 //===- HostApi.cpp - Statistics, tracing and the world operations ---------===//
 //
 // The host API entry points that are neither context creation (Context.cpp)
-// nor mesh and groups (Mesh.cpp) nor kernels (Kernels.cpp): statistics and
-// tracing, kept by the core for every backend, and the world operations
+// nor mesh and groups (Mesh.cpp) nor kernels (Kernels.cpp): statistics (in
+// total and per kernel) and tracing, kept by the core for every backend, and the world operations
 // par-run uses (barrier, broadcast_world, gather_world), which go to the
 // world backend (local or MPI, also under PAR_BACKEND_CUDA). Every call
 // returns a status and leaves its message in the context.
@@ -22,9 +22,26 @@ PAR_RT_EXPORT void par_rt_context_stats(const par_rt_context_t *context,
   *out = context ? context->stats : par_rt_stats_t{0, 0.0, 0.0};
 }
 
+void par::rt::resetKernelStats(par_rt_kernel_stats_t (&stats)[kNumKernels]) {
+  for (int k = 0; k < kNumKernels; ++k)
+    stats[k] = par_rt_kernel_stats_t{kKernelNames[k], 0, 0.0, 0.0};
+}
+
 PAR_RT_EXPORT void par_rt_context_reset_stats(par_rt_context_t *context) {
-  if (context)
-    context->stats = par_rt_stats_t{0, 0.0, 0.0};
+  if (!context)
+    return;
+  context->stats = par_rt_stats_t{0, 0.0, 0.0};
+  resetKernelStats(context->kernelStats);
+}
+
+PAR_RT_EXPORT int64_t
+par_rt_context_kernel_stats(const par_rt_context_t *context,
+                            par_rt_kernel_stats_t *out, int64_t capacity) {
+  if (!context)
+    return 0;
+  for (int64_t k = 0; k < kNumKernels && k < capacity && out; ++k)
+    out[k] = context->kernelStats[k];
+  return kNumKernels;
 }
 
 PAR_RT_EXPORT void par_rt_trace_enable(par_rt_context_t *context,

@@ -11,7 +11,8 @@
 // Statistics use the ring formulas par-comm-report uses, so that measured
 // and predicted traffic compare directly. A bucket is one collective (one
 // message) with the ring bytes of its members together, counted when it
-// starts; its wait adds only time.
+// starts; its wait adds only time. Each call is also accounted under its
+// kernel's name (Context.h's kKernelNames): one call, its bytes, its time.
 //
 // While buckets are in flight, every kernel entry first lets the backend
 // advance them (its `progress`: MPI_Testall on the MPI backend), so that
@@ -45,11 +46,12 @@ class KernelCall {
 public:
   /// A kernel on the current context; most need a mesh (matmul does not).
   explicit KernelCall(const char *name, bool needsMesh = true)
-      : name(name), ctx(current(name, needsMesh)) {
+      : name(name), ctx(current(name, needsMesh)), slot(slotOf(name)) {
     progress();
   }
   /// A host API call with the kernels' checks (par_rt_send_async).
-  KernelCall(const char *name, par_rt_context_t &ctx) : name(name), ctx(ctx) {
+  KernelCall(const char *name, par_rt_context_t &ctx)
+      : name(name), ctx(ctx), slot(slotOf(name)) {
     progress();
   }
 
@@ -122,7 +124,9 @@ public:
   /// one collective with `bytes` sent (or only bytes and time, `counted`
   /// false, for a started send or a wait) and records it while tracing
   /// (uncounted calls only if `traced`: a wait shows where the program
-  /// blocked on a started bucket).
+  /// blocked on a started bucket). The kernel's own record counts the call
+  /// once however many parts it finishes in (a bucket on CUDA: its start
+  /// and its wait).
   void finish(par_status_t status, double bytes, bool counted = true,
               bool traced = false) {
     check(status);
@@ -130,6 +134,13 @@ public:
     ctx.stats.collectives += counted ? 1 : 0;
     ctx.stats.bytes_sent += bytes;
     ctx.stats.seconds += end - startTime;
+    if (slot >= 0) {
+      par_rt_kernel_stats_t &k = ctx.kernelStats[slot];
+      k.calls += accounted ? 0 : 1;
+      k.bytes_sent += bytes;
+      k.seconds += end - startTime;
+      accounted = true;
+    }
     if (ctx.tracing && (counted || traced))
       ctx.trace.push_back({name, startTime, end, bytes});
   }
@@ -143,7 +154,16 @@ public:
 private:
   const char *name;
   par_rt_context_t &ctx;
+  int slot;               // in kKernelNames; -1 for a local kernel
+  bool accounted = false; // the kernel's record has this call
   double startTime = 0;
+
+  static int slotOf(const char *name) {
+    for (int k = 0; k < kNumKernels; ++k)
+      if (std::strcmp(kKernelNames[k], name) == 0)
+        return k;
+    return -1;
+  }
 
   static par_rt_context_t &current(const char *name, bool needsMesh) {
     par_rt_context_t *ctx = currentContext();

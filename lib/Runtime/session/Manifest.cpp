@@ -5,7 +5,10 @@
 // session relies on: the schema version is the one this runtime reads,
 // shapes are integer lists of one rank, element types are in the dtype
 // table, sharding axes name mesh axes, feedback pairs and stage arguments
-// are in range. Messages name the entry ("arg1", "result0")
+// are in range, roles and the compression entry are well formed. Keys a
+// manifest lacks keep their defaults, so older manifests of the same
+// version (without "compression" or "error_feedback" roles) read as they
+// always did. Messages name the entry ("arg1", "result0")
 // and the function, as par-run's always have.
 //
 //===----------------------------------------------------------------------===//
@@ -134,10 +137,16 @@ TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
     parseSharding(*sh, f, t, c);
   if (const std::string *init = v.getString(key::kInit))
     t.init = *init;
-  if (const std::string *role = v.getString(key::kRole)) {
-    if (*role != key::kRoleLossScale)
-      c.fail(what + " has an unknown role '" + *role + "'");
-    t.role = *role;
+  if (const JsonValue *rv = v.get(key::kRole)) {
+    const std::string *role = rv->string();
+    if (!role || (*role != key::kRoleLossScale &&
+                  *role != key::kRoleErrorFeedback))
+      c.fail(what + " has an unknown role " +
+             (role ? "'" + *role + "'" : std::string("(not a string)")) +
+             " (expected '" + key::kRoleLossScale + "' or '" +
+             key::kRoleErrorFeedback + "')");
+    else
+      t.role = *role;
   }
   if (t.dimAxisCounts.size() != t.global.size() ||
       t.local.size() != t.global.size())
@@ -218,6 +227,26 @@ void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
       if (const JsonValue *m = ls->get(key::kLossScaleMin))
         if (std::optional<double> v = m->number())
           spec.minLossScale = *v;
+    }
+  }
+  if (const JsonValue *cv = fv.get(key::kCompression)) {
+    const std::string *method =
+        cv->kind() == JsonValue::Kind::Object
+            ? cv->getString(key::kCompressionMethod)
+            : nullptr;
+    const JsonValue *cb = method ? cv->get(key::kCompressedBytes) : nullptr;
+    const JsonValue *ub = method ? cv->get(key::kUncompressedBytes) : nullptr;
+    std::optional<double> compressed = cb ? cb->number() : std::nullopt;
+    std::optional<double> uncompressed = ub ? ub->number() : std::nullopt;
+    if (!method || method->empty() || !compressed || !uncompressed ||
+        *compressed < 0 || *uncompressed < 0)
+      c.fail("bad compression in '" + name + "' (expected {" +
+             key::kCompressionMethod + ": a name, " + key::kCompressedBytes +
+             ", " + key::kUncompressedBytes + ": bytes >= 0})");
+    else {
+      spec.compressionMethod = *method;
+      spec.compressedBytes = *compressed;
+      spec.uncompressedBytes = *uncompressed;
     }
   }
   if (const JsonValue *roles = fv.getObject(key::kRoles))

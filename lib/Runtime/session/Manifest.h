@@ -2,8 +2,9 @@
 //
 // What par-export-manifest writes (sharded.json, reference.json), read into
 // plain structs: per function the mesh, the tensors' types, shapes and
-// shardings (axis names resolved to indices), train-step feedback and
-// pipeline-stage metadata; and the module's pipeline section. A malformed
+// shardings (axis names resolved to indices) and roles, train-step feedback,
+// loss-scaling, gradient-compression and pipeline-stage metadata; and the
+// module's pipeline section. A malformed
 // function entry does not fail the whole manifest: its message is kept and
 // reported when the function is looked up. Internal to the session library.
 //
@@ -26,7 +27,7 @@ struct TensorSpec {
   std::vector<int64_t> partial;
   par_reduction_t partialKind = PAR_SUM;
   std::string init;
-  std::string role; // "" or "loss_scale"
+  std::string role; // "", "loss_scale" or "error_feedback"
   int64_t globalCount = 1, localCount = 1;
 
   /// The mesh axes splitting dimension `d`, major first.
@@ -52,6 +53,10 @@ struct FunctionSpec {
   /// Loss scaling: the results with the next scale and the finite flag.
   int64_t lossScaleResult = -1, finiteResult = -1;
   double minLossScale = 0;
+  /// Gradient compression: the method ("" without) and the bytes per step
+  /// and rank of its exchanges and of the fp32 all-reduce they replace.
+  std::string compressionMethod;
+  double compressedBytes = 0, uncompressedBytes = 0;
 };
 
 struct StageSpec {

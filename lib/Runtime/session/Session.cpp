@@ -243,6 +243,9 @@ void par_function_info(const par_function_t *fn, par_function_info_t *out) {
   out->loss_scale_result = f.lossScaleResult;
   out->finite_result = f.finiteResult;
   out->min_loss_scale = f.minLossScale;
+  out->compression_method = orNull(f.compressionMethod);
+  out->compressed_bytes = f.compressedBytes;
+  out->uncompressed_bytes = f.uncompressedBytes;
 }
 
 par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,

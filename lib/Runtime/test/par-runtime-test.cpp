@@ -9,8 +9,10 @@
 // salt), so any process knows what any other holds. Checks cover the dtypes
 // and reductions, every ordered list of mesh axes (so multi-axis groups in
 // both orders), send/recv between coordinates, the world-size mismatch
-// message, the statistics' ring formulas, the host collectives and the
-// f16/bf16 conversions. With --backend cuda the CUDA backend is tried:
+// message, the statistics' ring formulas (in total and per kernel), the
+// exchanges of compressed gradients (i8/i32/f32 all_to_all and all_gather
+// with full-range values), the host collectives and the f16/bf16
+// conversions. With --backend cuda the CUDA backend is tried:
 // without a GPU (as here) it must fail with PAR_ERR_UNAVAILABLE and its
 // message, and the test goes on with the CPU backend; with a GPU the same
 // checks run on device memory (one process per GPU: NCCL refuses two ranks
@@ -342,6 +344,42 @@ Bytes input(int64_t rank, int64_t count, int salt, int32_t dtype) {
   return b;
 }
 
+/// Element i of process `rank`'s buffer for the checks of compressed
+/// exchanges: every i8 value (-128..127: sign bits show), i32s far beyond
+/// a byte, f32s with fractions, so that a mix-up of widths or signs shows.
+double wideValue(int64_t rank, int64_t i, int salt, int32_t dtype) {
+  int64_t k = (rank * 37 + i * 11 + salt * 3) % 256 - 128;
+  switch (dtype) {
+  case PAR_I8: return double(k);
+  case PAR_I32: return double(k * 1000003);
+  default: return double(k) * 0.375;
+  }
+}
+
+Bytes wideInput(int64_t rank, int64_t count, int salt, int32_t dtype) {
+  Bytes b(size_t(count * sizeOf(dtype)));
+  for (int64_t i = 0; i < count; ++i)
+    put(dtype, b, i, wideValue(rank, i, salt, dtype));
+  return b;
+}
+
+/// Every kernel's statistics record (par_rt_context_kernel_stats).
+std::vector<par_rt_kernel_stats_t> kernelRecords(par_rt_context_t *ctx) {
+  int64_t n = par_rt_context_kernel_stats(ctx, nullptr, 0);
+  std::vector<par_rt_kernel_stats_t> out(size_t(std::max<int64_t>(n, 0)));
+  par_rt_context_kernel_stats(ctx, out.data(), n);
+  return out;
+}
+
+/// The record named `kernel` of `records` (zeros if there is none).
+par_rt_kernel_stats_t recordOf(const std::vector<par_rt_kernel_stats_t> &records,
+                               const std::string &kernel) {
+  for (const par_rt_kernel_stats_t &r : records)
+    if (r.kernel && kernel == r.kernel)
+      return r;
+  return par_rt_kernel_stats_t{nullptr, 0, 0.0, 0.0};
+}
+
 /// A buffer of garbage, so that an untouched output never passes by luck.
 Bytes garbage(int64_t count, int32_t dtype) {
   return Bytes(size_t(count * sizeOf(dtype)), 0xA5);
@@ -550,6 +588,7 @@ public:
           bucket(axes, dt, red, /*started=*/true);
         }
       bucketsOutOfOrder(axes);
+      compressedExchanges(axes);
       reduceScatter(axes, PAR_F32, PAR_SUM, 1, 5);
       if (axes.size() <= 4 && mesh.groupSize(axes) > 1) {
         for (int32_t dt : {PAR_F32, PAR_BF16, PAR_I1, PAR_I64})
@@ -571,6 +610,7 @@ public:
     matmul(PAR_F32, 64, 48, 32, 1);
     matmul(PAR_F64, 33, 17, 65, 0);
     stats();
+    kernelStats();
   }
 
 private:
@@ -786,6 +826,99 @@ private:
           compare(dt, out.read(), want));
   }
 
+  /// The exchange of compressed gradients (par-compress-gradients): each
+  /// process's [n, M] (row j for process j) split along dim 0 and
+  /// concatenated along dim 1 into [1, n*M], block j from process j: A = C
+  /// = 1, B = D = M. Returns its input bytes.
+  int64_t compressedAllToAll(const std::vector<int> &axes, int32_t dt,
+                             int64_t M) {
+    int salt = 200 + dt;
+    std::vector<int64_t> m = mesh.members(axes);
+    int64_t n = int64_t(m.size()), idx = mesh.index(axes);
+    Buffer in(wideInput(mesh.rank, n * M, salt, dt));
+    Buffer out(garbage(n * M, dt));
+    par_rt_k_all_to_all(in.addr(), out.addr(), 1, M, 1, M, dt,
+                        axesCode(axes));
+    Bytes want(size_t(n * M * sizeOf(dt)));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t d = 0; d < M; ++d)
+        put(dt, want, j * M + d, wideValue(m[j], idx * M + d, salt, dt));
+    check("compressed all_to_all [n," + std::to_string(M) +
+              "] split 0 concat 1 " + where(axes, dt),
+          compare(dt, out.read(), want));
+    return n * M * sizeOf(dt);
+  }
+
+  /// All-gathers each process's [R, M] along `dim`: [n*R, M] (dim 0: C = 1,
+  /// D = R*M) or [R, n*M] (dim 1: C = R, D = M). Returns the output bytes.
+  int64_t compressedAllGather(const std::vector<int> &axes, int32_t dt,
+                              int64_t R, int64_t M, int dim) {
+    int salt = 220 + dt + 16 * dim;
+    std::vector<int64_t> m = mesh.members(axes);
+    int64_t n = int64_t(m.size());
+    Buffer in(wideInput(mesh.rank, R * M, salt, dt));
+    Buffer out(garbage(n * R * M, dt));
+    int64_t C = dim == 0 ? 1 : R, D = dim == 0 ? R * M : M;
+    par_rt_k_all_gather(in.addr(), out.addr(), C, D, dt, axesCode(axes));
+    Bytes want(size_t(n * R * M * sizeOf(dt)));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t d = 0; d < M; ++d)
+          put(dt, want,
+              dim == 0 ? (j * R + r) * M + d : (r * n + j) * M + d,
+              wideValue(m[j], r * M + d, salt, dt));
+    check("compressed all_gather [" + std::to_string(R) + "," +
+              std::to_string(M) + "] dim " + std::to_string(dim) + " " +
+              where(axes, dt),
+          compare(dt, out.read(), want));
+    return n * R * M * sizeOf(dt);
+  }
+
+  /// The exchanges of compressed gradients on i8 (int8 values, sign bits),
+  /// i32 (top-k indices) and f32 (scales, top-k values), and the per-kernel
+  /// statistics they add: all_to_all (n-1)/n of its input, all_gather
+  /// (n-1)/n of its output, nothing under any other kernel.
+  void compressedExchanges(const std::vector<int> &axes) {
+    double n = double(mesh.groupSize(axes)), ring = (n - 1) / n;
+    std::vector<par_rt_kernel_stats_t> before = kernelRecords(gContext);
+    par_rt_stats_t totalBefore, totalAfter;
+    par_rt_context_stats(gContext, &totalBefore);
+    double a2a = 0, ag = 0;
+    for (int32_t dt : {PAR_I8, PAR_I32, PAR_F32}) {
+      a2a += ring * double(compressedAllToAll(axes, dt, 5));
+      ag += ring * double(compressedAllGather(axes, dt, 1, 7, 0));
+      ag += ring * double(compressedAllGather(axes, dt, 2, 3, 1));
+    }
+    std::vector<par_rt_kernel_stats_t> after = kernelRecords(gContext);
+    par_rt_context_stats(gContext, &totalAfter);
+    std::string why;
+    char text[240];
+    for (const par_rt_kernel_stats_t &r : after) {
+      std::string k = r.kernel ? r.kernel : "(null)";
+      par_rt_kernel_stats_t b = recordOf(before, k);
+      int64_t calls = k == "all_to_all" ? 3 : k == "all_gather" ? 6 : 0;
+      double bytes = k == "all_to_all" ? a2a : k == "all_gather" ? ag : 0;
+      if (why.empty() && (r.calls - b.calls != calls ||
+                          std::fabs(r.bytes_sent - b.bytes_sent - bytes) >
+                              1e-9 * std::max(1.0, bytes))) {
+        std::snprintf(text, sizeof(text),
+                      "%s: %lld calls and %.3f bytes added, want %lld and "
+                      "%.3f",
+                      k.c_str(), (long long)(r.calls - b.calls),
+                      r.bytes_sent - b.bytes_sent, (long long)calls, bytes);
+        why = text;
+      }
+    }
+    if (why.empty() &&
+        (totalAfter.collectives - totalBefore.collectives != 9 ||
+         std::fabs(totalAfter.bytes_sent - totalBefore.bytes_sent - a2a -
+                   ag) > 1e-9 * std::max(1.0, a2a + ag)))
+      why = "the totals do not add up to the kernels' records";
+    check("compressed exchanges: per-kernel ring-formula bytes axes=" +
+              axesName(axes) + " n=" + std::to_string(int64_t(n)),
+          why);
+  }
+
   void allSlice(const std::vector<int> &axes, int32_t dt, int64_t A,
                 int64_t B) {
     int salt = 120 + dt;
@@ -997,6 +1130,160 @@ private:
     par_rt_context_stats(gContext, &s);
     check("stats reset", s.collectives == 0 && s.bytes_sent == 0 &&
                              s.seconds == 0);
+  }
+
+  /// Per-kernel statistics over the whole mesh: every communicating kernel
+  /// (blocking and started buckets, sends started and blocking) against
+  /// its ring formula, the records' sums against the totals, and the reset.
+  void kernelStats() {
+    std::vector<int> all;
+    for (size_t a = 0; a < mesh.sizes.size(); ++a)
+      all.push_back(int(a));
+    int64_t code = axesCode(all);
+    int64_t ni = mesh.groupSize(all), idx = mesh.index(all);
+    double n = double(ni), ring = (n - 1) / n;
+
+    // The table: every name once, the count the same however it is asked.
+    std::vector<par_rt_kernel_stats_t> recs = kernelRecords(gContext);
+    std::string why;
+    for (size_t i = 0; i < recs.size() && why.empty(); ++i) {
+      if (!recs[i].kernel)
+        why = "record " + std::to_string(i) + " has no name";
+      for (size_t j = 0; j < i && why.empty(); ++j)
+        if (std::string(recs[i].kernel) == recs[j].kernel)
+          why = std::string("kernel ") + recs[i].kernel + " listed twice";
+    }
+    par_rt_kernel_stats_t one[1];
+    if (why.empty() &&
+        (recs.size() < 10 ||
+         par_rt_context_kernel_stats(gContext, one, 1) !=
+             int64_t(recs.size()) ||
+         std::string(one[0].kernel) != recs[0].kernel ||
+         par_rt_context_kernel_stats(nullptr, one, 1) != 0))
+      why = "the count depends on the capacity, or a NULL context has "
+            "records";
+    for (const char *k : {"all_reduce", "bucket_all_reduce",
+                          "all_reduce_start", "wait", "all_gather",
+                          "reduce_scatter", "all_to_all", "broadcast", "send",
+                          "send_async", "recv"})
+      if (why.empty() && !recordOf(recs, k).kernel)
+        why = std::string("no record for ") + k;
+    check("kernel stats: one record per kernel", why);
+
+    par_rt_context_reset_stats(gContext);
+    // Expected (calls, bytes) per kernel.
+    std::vector<std::pair<std::string, std::pair<int64_t, double>>> want;
+    auto expect = [&](const std::string &k, double bytes) {
+      for (auto &w : want)
+        if (w.first == k) {
+          w.second.first += 1;
+          w.second.second += bytes;
+          return;
+        }
+      want.push_back({k, {1, bytes}});
+    };
+    Buffer in(input(mesh.rank, 64 * ni, 1, PAR_F32));
+    Buffer out(garbage(64 * ni, PAR_F32));
+    par_rt_k_all_reduce(in.addr(), out.addr(), 10, PAR_F32, PAR_SUM, code);
+    expect("all_reduce", 2 * ring * 40);
+    par_rt_k_all_reduce(in.addr(), out.addr(), 3, PAR_I8, PAR_MAX, code);
+    expect("all_reduce", 2 * ring * 3);
+    par_rt_k_all_gather(in.addr(), out.addr(), 1, 5, PAR_I8, code);
+    expect("all_gather", ring * (n * 5));
+    par_rt_k_all_to_all(in.addr(), out.addr(), 1, 5, 1, 5, PAR_I8, code);
+    expect("all_to_all", ring * (n * 5));
+    par_rt_k_all_to_all(in.addr(), out.addr(), 1, 3, 1, 3, PAR_I32, code);
+    expect("all_to_all", ring * (n * 3 * 4));
+    par_rt_k_reduce_scatter(out.addr(), in.addr(), 2, 3, PAR_F32, PAR_SUM,
+                            code);
+    expect("reduce_scatter", ring * (2 * n * 3 * 4));
+    par_rt_k_broadcast(in.addr(), out.addr(), 7, PAR_F32, 0, code);
+    expect("broadcast", n > 1 ? 28 : 0);
+    par_rt_k_all_slice(out.addr(), in.addr(), 2, 3, PAR_F32, code); // local
+    BucketBuffers blocking(mesh.rank, 900, PAR_F32);
+    par_rt_k_bucket_all_reduce(blocking.addr(), blocking.size(), PAR_F32,
+                               PAR_SUM, code);
+    expect("bucket_all_reduce", 2 * ring * double(blocking.total * 4));
+    BucketBuffers started(mesh.rank, 950, PAR_I32);
+    int64_t h = par_rt_k_all_reduce_start(started.addr(), started.size(),
+                                          PAR_I32, PAR_SUM, code);
+    par_rt_k_wait(h);
+    expect("all_reduce_start", 2 * ring * double(started.total * 4));
+    expect("wait", 0);
+    if (ni > 1 && all.size() <= 4) {
+      int64_t to = coordsCode(mesh.listedCoords(all, (idx + 1) % ni));
+      int64_t from = coordsCode(mesh.listedCoords(all, (idx + ni - 1) % ni));
+      if (idx % 2 == 0) {
+        par_rt_k_send(in.addr(), 4, PAR_F32, code, to, 2);
+        par_rt_k_recv(out.addr(), 4, PAR_F32, code, from, 2);
+      } else {
+        par_rt_k_recv(out.addr(), 4, PAR_F32, code, from, 2);
+        par_rt_k_send(in.addr(), 4, PAR_F32, code, to, 2);
+      }
+      expect("send", 16);
+      expect("recv", 0);
+      if (!cuda) { // NCCL's started send is synchronous: no ring
+        par_rt_send_async(gContext, (const void *)(intptr_t)in.addr(), 5,
+                          PAR_F32, code, to, 22);
+        par_rt_k_recv(out.addr(), 5, PAR_F32, code, from, 22);
+        par_rt_wait_sends(gContext);
+        expect("send_async", 20);
+        expect("recv", 0);
+      }
+    }
+    par_rt_stats_t s;
+    par_rt_context_stats(gContext, &s);
+    recs = kernelRecords(gContext);
+    why.clear();
+    char text[240];
+    int64_t calls = 0;
+    double bytes = 0, seconds = 0;
+    for (const par_rt_kernel_stats_t &r : recs) {
+      std::string k = r.kernel;
+      std::pair<int64_t, double> w{0, 0.0};
+      for (auto &e : want)
+        if (e.first == k)
+          w = e.second;
+      if (why.empty() &&
+          (r.calls != w.first ||
+           std::fabs(r.bytes_sent - w.second) >
+               1e-9 * std::max(1.0, w.second) ||
+           r.seconds < 0 || (r.calls == 0 && r.seconds != 0))) {
+        std::snprintf(text, sizeof(text),
+                      "%s: %lld calls, %.3f bytes, %g s; want %lld calls and "
+                      "%.3f bytes",
+                      k.c_str(), (long long)r.calls, r.bytes_sent, r.seconds,
+                      (long long)w.first, w.second);
+        why = text;
+      }
+      if (k != "wait" && k != "send_async")
+        calls += r.calls;
+      bytes += r.bytes_sent;
+      seconds += r.seconds;
+    }
+    if (why.empty() &&
+        (calls != s.collectives ||
+         std::fabs(bytes - s.bytes_sent) > 1e-9 * std::max(1.0, bytes) ||
+         std::fabs(seconds - s.seconds) > 1e-9 * std::max(1.0, seconds))) {
+      std::snprintf(text, sizeof(text),
+                    "the records sum to %lld calls, %.3f bytes, %g s; the "
+                    "totals are %lld, %.3f, %g",
+                    (long long)calls, bytes, seconds,
+                    (long long)s.collectives, s.bytes_sent, s.seconds);
+      why = text;
+    }
+    check("kernel stats: ring-formula bytes per kernel n=" +
+              std::to_string(ni),
+          why);
+
+    par_rt_context_reset_stats(gContext);
+    why.clear();
+    std::vector<par_rt_kernel_stats_t> cleared = kernelRecords(gContext);
+    for (size_t i = 0; i < cleared.size(); ++i)
+      if (cleared[i].calls || cleared[i].bytes_sent || cleared[i].seconds ||
+          std::string(cleared[i].kernel) != recs[i].kernel)
+        why = std::string(cleared[i].kernel) + " survived the reset";
+    check("kernel stats reset", why);
   }
 };
 

@@ -2,8 +2,10 @@
 //
 // The interface between a compiled program and its driver: per entry point,
 // the mesh and each tensor's element type, global/local shape and sharding,
-// spelled by ManifestSchema.h (which the runtime's reader shares) and
-// stamped with its version.
+// its train-step metadata (feedback, micro-batches, loss scaling, gradient
+// compression) and its inputs' roles (the loss scale, error-feedback
+// buffers), spelled by ManifestSchema.h (which the runtime's reader shares)
+// and stamped with its version.
 //
 //===----------------------------------------------------------------------===//
 
@@ -141,11 +143,52 @@ struct FunctionWriter {
               fn.getArgAttrOfType<InitAttr>(i, ParDialect::kInitAttrName))
         if (auto *o = inputs.back().getAsObject())
           (*o)[key::kInit] = initString(init);
-      if (fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
+      bool lossScale = bool(fn.getArgAttr(i, ParDialect::kLossScaleAttrName));
+      bool errorFeedback =
+          bool(fn.getArgAttr(i, ParDialect::kErrorFeedbackAttrName));
+      if (lossScale && errorFeedback) {
+        fn.emitOpError() << "argument #" << i << " is both the loss scale ("
+                         << ParDialect::kLossScaleAttrName
+                         << ") and an error-feedback buffer ("
+                         << ParDialect::kErrorFeedbackAttrName
+                         << "); an input has one role";
+        ok = false;
+      }
+      if (lossScale || errorFeedback)
         if (auto *o = inputs.back().getAsObject())
-          (*o)[key::kRole] = key::kRoleLossScale;
+          (*o)[key::kRole] =
+              lossScale ? key::kRoleLossScale : key::kRoleErrorFeedback;
     }
     return inputs;
+  }
+
+  /// par.compression's {method, compressed_bytes, uncompressed_bytes}
+  /// (par-compress-gradients), as the manifest's "compression" entry.
+  void addCompression(llvm::json::Object &entry) {
+    Attribute attr = fn->getAttr(ParDialect::kCompressionAttrName);
+    if (!attr)
+      return;
+    auto d = dyn_cast<DictionaryAttr>(attr);
+    auto method = d ? d.getAs<StringAttr>("method") : StringAttr();
+    auto compressed = d ? d.getAs<FloatAttr>("compressed_bytes") : FloatAttr();
+    auto uncompressed =
+        d ? d.getAs<FloatAttr>("uncompressed_bytes") : FloatAttr();
+    if (!method || method.getValue().empty() || !compressed ||
+        !uncompressed || compressed.getValueAsDouble() < 0 ||
+        uncompressed.getValueAsDouble() < 0) {
+      fn.emitOpError() << "has a malformed '"
+                       << ParDialect::kCompressionAttrName
+                       << "' (expected {method = \"int8\"|\"sign\"|\"topk\", "
+                          "compressed_bytes, uncompressed_bytes: non-negative "
+                          "floats}), got "
+                       << attr;
+      ok = false;
+      return;
+    }
+    entry[key::kCompression] = llvm::json::Object{
+        {key::kCompressionMethod, method.getValue().str()},
+        {key::kCompressedBytes, compressed.getValueAsDouble()},
+        {key::kUncompressedBytes, uncompressed.getValueAsDouble()}};
   }
 
   llvm::json::Array outputs() {
@@ -213,6 +256,7 @@ struct FunctionWriter {
     if (auto idx = fn->getAttrOfType<DenseI64ArrayAttr>(
             ParDialect::kStageArgsAttrName))
       entry[key::kStageArgs] = llvm::json::Array(idx.asArrayRef());
+    addCompression(entry);
     // The functions this one is linked to, by role.
     llvm::json::Object roles;
     for (auto [link, role] : {std::pair<StringRef, const char *>{

@@ -13,7 +13,9 @@
 //                      "roles"?: { "grad"?, "step"?, "update"?, "logits"? },
 //                      "feedback"?, "micro_batches"?, "stage"?,
 //                      "stage_args"?, "compute_type"?,
-//                      "loss_scale"?: { "scale", "finite", "min"? } } ],
+//                      "loss_scale"?: { "scale", "finite", "min"? },
+//                      "compression"?: { "method", "compressed_bytes",
+//                                        "uncompressed_bytes" } } ],
 //     "pipeline"?: { "func", "step"?, "logits"?, "axis", "schedule",
 //                    "backward", "p", "m", "v",
 //                    "stages": [ { "forward", "backward"?, "input_grad"?,
@@ -25,6 +27,11 @@
 //
 // Roles name other functions of the same manifest: a driver follows them and
 // never derives a function's name from another's.
+//
+// Optional keys are added without a new version as long as an old manifest
+// still means what it meant ("compression" and the input role
+// "error_feedback" are such additions: a manifest without them reads as
+// before).
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +68,15 @@ inline constexpr const char kLossScale[] = "loss_scale";
 inline constexpr const char kLossScaleScale[] = "scale";
 inline constexpr const char kLossScaleFinite[] = "finite";
 inline constexpr const char kLossScaleMin[] = "min";
+// Gradient compression (par-compress-gradients, par.compression) on a train
+// step or a pipeline stage's update: the method ("int8", "sign", "topk")
+// and, per step and rank by the ring formulas, the bytes its compressed
+// exchanges send and those the fp32 ring all-reduce of the same gradients
+// would send.
+inline constexpr const char kCompression[] = "compression";
+inline constexpr const char kCompressionMethod[] = "method";
+inline constexpr const char kCompressedBytes[] = "compressed_bytes";
+inline constexpr const char kUncompressedBytes[] = "uncompressed_bytes";
 // A function's roles (each the name of another function in the manifest).
 inline constexpr const char kRoles[] = "roles";
 inline constexpr const char kRoleGrad[] = "grad";
@@ -76,9 +92,13 @@ inline constexpr const char kGlobalShape[] = "global_shape";
 inline constexpr const char kLocalShape[] = "local_shape";
 inline constexpr const char kInit[] = "init";
 // An input's role (absent: none): "loss_scale", the loss scale a driver
-// feeds from the train state (par-loss-scale).
+// feeds from the train state (par-loss-scale); "error_feedback", an
+// error-feedback buffer of par-compress-gradients (par.error_feedback:
+// state fed back like optimizer state, one row per device, which the
+// unsharded reference does not have).
 inline constexpr const char kRole[] = "role";
 inline constexpr const char kRoleLossScale[] = "loss_scale";
+inline constexpr const char kRoleErrorFeedback[] = "error_feedback";
 inline constexpr const char kSharding[] = "sharding";
 inline constexpr const char kDims[] = "dims";
 inline constexpr const char kPartial[] = "partial";
