@@ -62,6 +62,7 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
     cg.chunk = options.compressChunk;
     cg.errorFeedback = options.errorFeedback;
     cg.minElements = options.compressMinElements;
+    cg.warmup = options.compressWarmup;
     cg.bucketBytes = options.bucketBytes;
     pm.addPass(createCompressGradients(cg));
   }
@@ -180,6 +181,7 @@ BackendOptions mlir::par::getBackendOptions(const CompileOptions &options) {
   b.compressChunk = options.compressChunk;
   b.errorFeedback = options.errorFeedback;
   b.compressMinElements = options.compressMinElements;
+  b.compressWarmup = options.compressWarmup;
   return b;
 }
 
@@ -196,6 +198,7 @@ void mlir::par::buildSPMDPhase(OpPassManager &pm,
     spmd.compressChunk = options.compressChunk;
     spmd.errorFeedback = options.errorFeedback;
     spmd.compressMinElements = options.compressMinElements;
+    spmd.compressWarmup = options.compressWarmup;
     buildSPMDPipeline(pm, spmd);
     return;
   }
@@ -260,6 +263,9 @@ void mlir::par::buildLowerCPUPhase(OpPassManager &pm) {
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
+  // Reshapes of buffers with dynamic strides (an scf.if's result) leave
+  // affine.apply for their strides.
+  pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

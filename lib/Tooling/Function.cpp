@@ -27,6 +27,11 @@ bool Tensor::errorFeedback() const {
   return role == ::par::manifest::key::kRoleErrorFeedback;
 }
 
+bool Tensor::compressionState() const {
+  return errorFeedback() ||
+         role == ::par::manifest::key::kRoleCompressionStep;
+}
+
 bool Tensor::replicated() const {
   for (const std::vector<int64_t> &d : dims)
     if (!d.empty())

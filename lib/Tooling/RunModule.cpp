@@ -206,7 +206,7 @@ size_t extraState(const Function &f, const Function &ref) {
     bool fed = false;
     for (auto [r, a] : f.feedback)
       fed = fed || (a == i && r >= ref.outputs.size());
-    ok = f.inputs[i].errorFeedback() && fed;
+    ok = f.inputs[i].compressionState() && fed;
   }
   if (!ok)
     fatal("reference and sharded programs have different signatures ('" +
@@ -214,8 +214,9 @@ size_t extraState(const Function &f, const Function &ref) {
           std::to_string(ref.outputs.size()) + " and " +
           std::to_string(f.inputs.size()) + " -> " +
           std::to_string(f.outputs.size()) +
-          "); only trailing error-feedback state (role 'error_feedback', "
-          "fed back by trailing results) may differ");
+          "); only trailing compression state (roles 'error_feedback' "
+          "and 'compression_step', fed back by trailing results) may "
+          "differ");
   return extra;
 }
 

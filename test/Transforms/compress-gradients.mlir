@@ -11,6 +11,7 @@
 // RUN: par-opt %s "--par-compress-gradients=method=topk ratio=0.05" | FileCheck %s --check-prefix=TOPK
 // RUN: par-opt %s "--par-compress-gradients=method=int8 chunk=8 error-feedback=false min-elements=20" | FileCheck %s --check-prefix=NOEF
 // RUN: par-opt %s "--par-compress-gradients=method=int8 chunk=8 bucket-bytes=0" | FileCheck %s --check-prefix=ALONE
+// RUN: par-opt %s "--par-compress-gradients=method=int8 chunk=8 warmup=3" | FileCheck %s --check-prefix=WARM
 // Bad options and programs: a diagnostic naming the option or the op.
 // RUN: not par-opt %s "--par-compress-gradients=method=fp4" 2>&1 | FileCheck %s --check-prefix=METHOD
 // RUN: not par-opt %s "--par-compress-gradients=method=topk ratio=1.5" 2>&1 | FileCheck %s --check-prefix=RATIO
@@ -86,6 +87,18 @@ func.func @f_step(%x: tensor<2x8xf32>, %w: tensor<8x12xf32>, %b: tensor<12xf32>,
 // ALONE:     %arg10: tensor<1x8xf32> {par.error_feedback
 // ALONE-SAME: par.feedback = array<i64: 1, 1, 2, 2, 4, 7, 5, 8, 6, 9, 7, 10>
 // ALONE-COUNT-2: par.all_to_all {{.*}}i8>
+
+// Warm-up: a step counter as state (after the buffers); for 3 steps the
+// bucket is all-reduced as it is, the buffers passed through.
+// WARM:      %arg7: tensor<f32> {par.compression_step, par.global_type = tensor<f32>, par.init = #par.init<zeros>, par.sharding = #par.sharding<@mesh, []>}
+// WARM-SAME: par.feedback = array<i64: 1, 1, 2, 2, 4, 8, 5, 9, 6, 7>
+// WARM:      %[[C:.*]] = tensor.extract %arg7[] : tensor<f32>
+// WARM:      %[[W:.*]] = arith.cmpf olt, %[[C]], %{{.*}} : f32
+// WARM:      scf.if %[[W]] -> (tensor<112xf32>, tensor<112xf32>, tensor<56xf32>)
+// WARM-NEXT:   par.all_reduce %{{.*}} on @mesh axes = ["dp"] kind = sum : tensor<112xf32>
+// WARM:      } else {
+// WARM:        par.all_to_all
+// WARM:      arith.addf %{{.*}}, %{{.*}} : f32
 
 // METHOD: par-compress-gradients: unknown method 'fp4' (option method: int8, sign or topk)
 // RATIO: par-compress-gradients: ratio=1.5 is outside (0, 1)

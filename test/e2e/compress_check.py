@@ -15,6 +15,10 @@ so must the error-feedback buffers (results 2 and 3: e1 [n, P], e2 [n, M]).
           T steps with the same x: the sum of everything delivered equals
           T * sum_r x_r minus what the buffers hold at the end (per element;
           f32 rounding of w's accumulation: rtol 1e-5 of the largest value)
+  warmup  ... --warmup W
+          W + 1 steps: W uncompressed all-reduces (buffers untouched), then
+          the first compressed one, whose buffers match the reference
+          bit-exact (the delivered total to rtol 1e-6: the ring's sum order)
   bytes   ... --steps T
           the runtime's bytes per step on the wire against the formula
           (ratio 1.00 +- 0.02) and against the fp32 ring all-reduce of the
@@ -139,7 +143,8 @@ def build(a, work):
     with open(src, "w") as f:
         f.write(model(a.ranks, a.size))
     opts = (f"optimizer=sgd lr=1 compress={a.method} compress-chunk={a.chunk} "
-            f"compress-ratio={a.ratio} bucket-bytes=0")
+            f"compress-ratio={a.ratio} compress-warmup={a.warmup} "
+            f"bucket-bytes=0")
     art = os.path.join(work, "art")
     subprocess.run([a.par_compile, src, f"--options={opts}", "-o", art],
                    check=True, stdout=subprocess.DEVNULL)
@@ -171,7 +176,8 @@ def run(a, art, xp, out, steps):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["exact", "telescope", "bytes"])
+    p.add_argument("what", choices=["exact", "telescope", "warmup", "bytes"])
+    p.add_argument("--warmup", type=int, default=0)
     p.add_argument("--method", required=True)
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--size", type=int, default=1237)
@@ -187,7 +193,7 @@ def main():
     art = build(a, a.work)
     x, xp = inputs(a, a.work)
     out = os.path.join(a.work, "out")
-    steps = 1 if a.what == "exact" else a.steps
+    steps = {"exact": 1, "warmup": a.warmup + 1}.get(a.what, a.steps)
     log = run(a, art, xp, out, steps)
     res = [np.load(os.path.join(out, f"result{i}.npy"))
            for i in range(len([f for f in os.listdir(out)
@@ -217,6 +223,25 @@ def main():
                          f"elements, first {bad[:5]})")
         print(f"{a.method} n={n} N={N} chunk={C}: sum and error buffers "
               f"bit-exact ({np.count_nonzero(ref)} nonzero)")
+    elif a.what == "warmup":
+        W = a.warmup
+        if two:
+            ref, e1, e2 = two_phase(xs, np.zeros((n, P), F),
+                                    np.zeros((n, P // n), F), a.method, C)
+            bufs, want_bufs = [res[2], res[3]], [e1, e2]
+        else:
+            ref, e1 = topk(xs, np.zeros((n, N), F), a.ratio)
+            bufs, want_bufs = [res[2]], [e1]
+        want = W * x.sum(axis=0, dtype=np.float64) + ref[:N]
+        err = np.abs(delivered - want).max() / np.abs(want).max()
+        exact = all(np.array_equal(g, w) for g, w in zip(bufs, want_bufs))
+        counter = res[-1]
+        print(f"{a.method} n={n} warmup={W}: {W} uncompressed steps then a "
+              f"compressed one: delivered max rel diff {err:.1e}, buffers "
+              f"{'bit-exact' if exact else 'DIFFER'}, step counter "
+              f"{float(counter):g}")
+        if not (err < 1e-6 and exact and float(counter) == W + 1):
+            sys.exit("warm-up does not behave")
     elif a.what == "telescope":
         T = a.steps
         held = res[2].sum(axis=0)[:N]

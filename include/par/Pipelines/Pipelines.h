@@ -10,16 +10,16 @@
 //   train           optimizer != none: gradients (par-autodiff) and the
 //                   step (par-optimizer)
 //   schedule        stages > 0: every pipeline rank's actions
-//   spmd            propagation, partitioning, cleanup, gradient buckets,
-//                   verify (or, for the reference, the shardings stripped)
+//   spmd            propagation, partitioning, cleanup, reductions sunk,
+//                   gradient compression, gradient buckets, verify (or,
+//                   for the reference, the shardings stripped)
 //   export          the manifest, when a path is given
 //   bufferize       one-shot bufferization, buckets started and waited
 //                   for asynchronously, deallocation
 //   lower           runtime calls, loops, LLVM dialect, packed entries
 //
-// Room is left for the phases still to come (precision before train,
-// communication and compression after spmd): each is one more function
-// here and one more group of options below.
+// A new phase is one more function here and one more group of options
+// below.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,6 +78,10 @@ struct SPMDPipelineOptions
       *this, "compress-min-elements",
       llvm::cl::desc("Gradients with fewer elements stay uncompressed"),
       llvm::cl::init(kCompress.minElements)};
+  Option<int64_t> compressWarmup{
+      *this, "compress-warmup",
+      llvm::cl::desc("Steps reduced uncompressed before compression starts"),
+      llvm::cl::init(kCompress.warmup)};
   Option<bool> report{*this, "report",
                       llvm::cl::desc("Print the communication report"),
                       llvm::cl::init(false)};
@@ -145,6 +149,10 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
       *this, "compress-min-elements",
       llvm::cl::desc("Gradients with fewer elements stay uncompressed"),
       llvm::cl::init(kCompress.minElements)};
+  Option<int64_t> compressWarmup{
+      *this, "compress-warmup",
+      llvm::cl::desc("Steps reduced uncompressed before compression starts"),
+      llvm::cl::init(kCompress.warmup)};
   ListOption<std::string> keep{
       *this, "keep",
       llvm::cl::desc("Op kinds that stay f32 under mixed precision "
@@ -283,6 +291,7 @@ struct BackendOptions {
   int64_t compressChunk = CompressGradientsOptions{}.chunk;
   bool errorFeedback = CompressGradientsOptions{}.errorFeedback;
   int64_t compressMinElements = CompressGradientsOptions{}.minElements;
+  int64_t compressWarmup = CompressGradientsOptions{}.warmup;
 };
 
 /// The back half's options as `options` states them.

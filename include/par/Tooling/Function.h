@@ -44,6 +44,9 @@ struct Tensor {
   /// An error-feedback buffer of gradient compression (role
   /// "error_feedback"): train state the unsharded reference does not have.
   bool errorFeedback() const;
+  /// An error-feedback buffer or the compression's warm-up step counter:
+  /// state of the sharded program that its reference does not have.
+  bool compressionState() const;
 
   int64_t localBytes() const { return localCount * elementSize; }
   int64_t globalBytes() const { return globalCount * elementSize; }

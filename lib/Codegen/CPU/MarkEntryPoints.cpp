@@ -31,6 +31,7 @@ struct MarkEntryPointsPass
         fn.removeArgAttr(i, ParDialect::kParamAttrName);
         fn.removeArgAttr(i, ParDialect::kLossScaleAttrName);
         fn.removeArgAttr(i, ParDialect::kErrorFeedbackAttrName);
+        fn.removeArgAttr(i, ParDialect::kCompressionStepAttrName);
       }
       for (unsigned i = 0; i < fn.getNumResults(); ++i) {
         fn.removeResultAttr(i, sharding);

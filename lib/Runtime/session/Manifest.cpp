@@ -140,11 +140,13 @@ TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
   if (const JsonValue *rv = v.get(key::kRole)) {
     const std::string *role = rv->string();
     if (!role || (*role != key::kRoleLossScale &&
-                  *role != key::kRoleErrorFeedback))
+                  *role != key::kRoleErrorFeedback &&
+                  *role != key::kRoleCompressionStep))
       c.fail(what + " has an unknown role " +
              (role ? "'" + *role + "'" : std::string("(not a string)")) +
-             " (expected '" + key::kRoleLossScale + "' or '" +
-             key::kRoleErrorFeedback + "')");
+             " (expected '" + key::kRoleLossScale + "', '" +
+             key::kRoleErrorFeedback + "' or '" +
+             key::kRoleCompressionStep + "')");
     else
       t.role = *role;
   }

@@ -158,6 +158,9 @@ struct FunctionWriter {
         if (auto *o = inputs.back().getAsObject())
           (*o)[key::kRole] =
               lossScale ? key::kRoleLossScale : key::kRoleErrorFeedback;
+      if (fn.getArgAttr(i, ParDialect::kCompressionStepAttrName))
+        if (auto *o = inputs.back().getAsObject())
+          (*o)[key::kRole] = key::kRoleCompressionStep;
     }
     return inputs;
   }

@@ -99,6 +99,9 @@ inline constexpr const char kInit[] = "init";
 inline constexpr const char kRole[] = "role";
 inline constexpr const char kRoleLossScale[] = "loss_scale";
 inline constexpr const char kRoleErrorFeedback[] = "error_feedback";
+// "compression_step": par-compress-gradients' step counter for its warm-up
+// (par.compression_step; state the reference does not have either).
+inline constexpr const char kRoleCompressionStep[] = "compression_step";
 inline constexpr const char kSharding[] = "sharding";
 inline constexpr const char kDims[] = "dims";
 inline constexpr const char kPartial[] = "partial";

@@ -245,9 +245,11 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError("'par.param' is a unit attribute");
     return success();
   }
-  if (attr.getName() == kErrorFeedbackAttrName) {
+  if (attr.getName() == kErrorFeedbackAttrName ||
+      attr.getName() == kCompressionStepAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError("'par.error_feedback' is a unit attribute");
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' is a unit attribute";
     return success();
   }
   if (attr.getName() != kShardingAttrName)

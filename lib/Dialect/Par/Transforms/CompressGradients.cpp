@@ -241,10 +241,10 @@ LogicalResult CompressGradientsPass::checkOptions() {
   return success();
 }
 
-/// Whether `v` reaches result 0 (a train step's loss) through its users.
-static bool reachesLoss(Value v, Operation *ret, int depth = 0) {
-  if (depth > 64)
-    return true;
+/// Whether `v` reaches result 0 (a train step's loss) through its users
+/// (each op visited once).
+static bool reachesLoss(Value v, Operation *ret,
+                        DenseSet<Operation *> &visited) {
   for (OpOperand &use : v.getUses()) {
     Operation *user = use.getOwner();
     if (user == ret) {
@@ -252,8 +252,10 @@ static bool reachesLoss(Value v, Operation *ret, int depth = 0) {
         return true;
       continue;
     }
+    if (!visited.insert(user).second)
+      continue;
     for (Value r : user->getResults())
-      if (reachesLoss(r, ret, depth + 1))
+      if (reachesLoss(r, ret, visited))
         return true;
   }
   return false;
@@ -274,8 +276,9 @@ bool CompressGradientsPass::isGradientReduction(AllReduceOp ar,
     if (!llvm::is_contained(dataParallel, a))
       return false;
   Operation *ret = fn.getFunctionBody().front().getTerminator();
+  DenseSet<Operation *> visited;
   if (fn->hasAttr(ParDialect::kFeedbackAttrName) &&
-      reachesLoss(ar.getResult(), ret))
+      reachesLoss(ar.getResult(), ret, visited))
     return false;
   return true;
 }
@@ -751,6 +754,35 @@ LogicalResult CompressGradientsPass::rewrite(FunctionOpInterface fn,
     return arg;
   };
 
+  // Warm-up: a step counter (state like the buffers, the same on every
+  // device) and whether this step is still uncompressed.
+  Value counter, inWarmup;
+  if (warmup > 0) {
+    auto scalar = RankedTensorType::get({}, Float32Type::get(ctx));
+    unsigned idx = fn.getNumArguments();
+    SmallVector<NamedAttribute> attrs{
+        NamedAttribute(StringAttr::get(ctx, ParDialect::kShardingAttrName),
+                       ShardingAttr::getReplicated(ctx, buckets.front().mesh,
+                                                   0)),
+        NamedAttribute(StringAttr::get(ctx, ParDialect::kGlobalTypeAttrName),
+                       TypeAttr::get(scalar)),
+        NamedAttribute(StringAttr::get(ctx, ParDialect::kInitAttrName),
+                       InitAttr::get(ctx, InitKind::Zeros)),
+        NamedAttribute(
+            StringAttr::get(ctx, ParDialect::kCompressionStepAttrName),
+            UnitAttr::get(ctx))};
+    if (failed(fn.insertArgument(idx, scalar, DictionaryAttr::get(ctx, attrs),
+                                 loc)))
+      return failure();
+    counter = fn.getArgument(idx);
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+    Value c = tensor::ExtractOp::create(b, loc, counter, ValueRange{});
+    inWarmup = arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::OLT, c,
+        arith::ConstantOp::create(b, loc, b.getF32Type(),
+                                  b.getF32FloatAttr((double)warmup)));
+  }
+
   double sent = 0, uncompressed = 0;
   for (Bucket &bucket : buckets) {
     AllReduceOp last = bucket.members.back();
@@ -776,40 +808,66 @@ LogicalResult CompressGradientsPass::rewrite(FunctionOpInterface fn,
       x = t.map({x, scale}, f32, [](OpBuilder &nb, Location l, ValueRange a) {
         return arith::DivFOp::create(nb, l, a[0], a[1]);
       });
-    Exchange ex{t, method, n, chunk, ratio, bucket.mesh, bucket.axes};
-    Value sum;
-    SmallVector<Value> buffers, updated;
-    if (twoPhase) {
-      Value ef1, ef2;
-      if (errorFeedback) {
-        ef1 = addBuffer(P);
-        ef2 = addBuffer(P / n);
-        if (!ef1 || !ef2)
+    // The buffers (flat), then the compressed exchange: its sum and the
+    // buffers' next values.
+    SmallVector<Value> buffers, flatBuffers, updated;
+    if (errorFeedback) {
+      SmallVector<int64_t> lengths{P};
+      if (twoPhase)
+        lengths.push_back(P / n);
+      for (int64_t L : lengths) {
+        Value arg = addBuffer(L);
+        if (!arg)
           return failure();
-        buffers = {ef1, ef2};
+        buffers.push_back(arg);
       }
       b.setInsertionPoint(last);
-      auto [s, e1, e2] = ex.twoPhase(
-          x, ef1 ? t.reshape(ef1, {P}) : Value(),
-          ef2 ? t.reshape(ef2, {P / n}) : Value());
-      sum = s;
-      if (errorFeedback)
-        updated = {e1, e2};
-    } else {
-      Value ef1;
-      if (errorFeedback) {
-        ef1 = addBuffer(N);
-        if (!ef1)
-          return failure();
-        buffers = {ef1};
-      }
-      b.setInsertionPoint(last);
-      auto [s, e1] = ex.topK(x, ef1 ? t.reshape(ef1, {N}) : Value());
-      sum = s;
-      if (errorFeedback)
-        updated = {e1};
+      for (auto [arg, L] : llvm::zip(buffers, lengths))
+        flatBuffers.push_back(t.reshape(arg, {L}));
     }
-    sent += ex.bytes;
+    auto exchange = [&](OpBuilder &eb, double &bytes) {
+      Builder et{eb, t.loc};
+      Exchange ex{et, method, n, chunk, ratio, bucket.mesh, bucket.axes};
+      SmallVector<Value> out;
+      if (twoPhase) {
+        auto [s, e1, e2] = ex.twoPhase(
+            x, errorFeedback ? flatBuffers[0] : Value(),
+            errorFeedback ? flatBuffers[1] : Value());
+        out = {s};
+        if (errorFeedback)
+          out.append({e1, e2});
+      } else {
+        auto [s, e1] = ex.topK(x, errorFeedback ? flatBuffers[0] : Value());
+        out = {s};
+        if (errorFeedback)
+          out.push_back(e1);
+      }
+      bytes = ex.bytes;
+      return out;
+    };
+    SmallVector<Value> outs;
+    double bytes = 0;
+    if (!inWarmup) {
+      outs = exchange(b, bytes);
+    } else {
+      // Warm-up: the plain all-reduce, buffers untouched.
+      auto ifOp = scf::IfOp::create(
+          b, t.loc, inWarmup,
+          [&](OpBuilder &tb, Location l) {
+            SmallVector<Value> vals{AllReduceOp::create(
+                tb, l, x.getType(), x, bucket.mesh, bucket.axes,
+                ReductionKindAttr::get(ctx, ReductionKind::Sum))};
+            llvm::append_range(vals, flatBuffers);
+            scf::YieldOp::create(tb, l, vals);
+          },
+          [&](OpBuilder &eb, Location l) {
+            scf::YieldOp::create(eb, l, exchange(eb, bytes));
+          });
+      outs.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    }
+    Value sum = outs[0];
+    updated.assign(outs.begin() + 1, outs.end());
+    sent += bytes;
     if (scale)
       sum = t.map({sum, scale}, f32,
                   [](OpBuilder &nb, Location l, ValueRange a) {
@@ -851,6 +909,19 @@ LogicalResult CompressGradientsPass::rewrite(FunctionOpInterface fn,
                                           nb.getF32FloatAttr(0.5)));
             return arith::SelectOp::create(nb, l, taken, a[1], a[2]);
           });
+  // The step counter's next value, after the buffers (counted on a skipped
+  // step too).
+  if (counter) {
+    newResults.push_back(t.map({counter}, b.getF32Type(),
+                               [](OpBuilder &nb, Location l, ValueRange a) {
+                                 return arith::AddFOp::create(
+                                     nb, l, a[0],
+                                     arith::ConstantOp::create(
+                                         nb, l, nb.getF32Type(),
+                                         nb.getF32FloatAttr(1)));
+                               }));
+    oldBuffers.push_back(counter);
+  }
   unsigned numResults = fn.getNumResults();
   // Train step: appended, with feedback pairs. Stage update: result P + k
   // feeds state argument 2P + k, so the buffers' results go where the

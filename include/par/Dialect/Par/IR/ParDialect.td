@@ -84,6 +84,10 @@ def Par_Dialect : Dialect {
     /// per device).
     static constexpr ::llvm::StringLiteral kErrorFeedbackAttrName =
         "par.error_feedback";
+    /// On a function argument: par-compress-gradients' step counter (a
+    /// replicated tensor<f32>, zeros at first) for its warm-up.
+    static constexpr ::llvm::StringLiteral kCompressionStepAttrName =
+        "par.compression_step";
     /// Pipeline parallelism. On an op: the stage a user pins it to (an i64).
     /// On a function par-pipeline-split made: the stage it computes.
     static constexpr ::llvm::StringLiteral kStageAttrName = "par.stage";

@@ -236,7 +236,10 @@ def CompressGradients : Pass<"par-compress-gradients", "ModuleOp"> {
     zeros at first, one row per device, fed back like optimizer state; kept
     on a step the loss scale skips). Under loss scaling the unscaled
     gradients are compressed. Gradients with fewer than `min-elements`
-    elements stay uncompressed. The function gets a `par.compression`
+    elements stay uncompressed. With `warmup=W` the first W steps reduce
+    uncompressed (an `scf.if` on a step counter added as state,
+    `par.compression_step`), the buffers untouched. The function gets a
+    `par.compression`
     summary (method, bytes per step of the compressed exchanges and of the
     fp32 ring all-reduces they replace).
 
@@ -258,6 +261,9 @@ def CompressGradients : Pass<"par-compress-gradients", "ModuleOp"> {
            "Keep what compression dropped and add it back the next step">,
     Option<"minElements", "min-elements", "int64_t", /*default=*/"0",
            "Gradients with fewer elements stay uncompressed">,
+    Option<"warmup", "warmup", "int64_t", /*default=*/"0",
+           "Steps that reduce uncompressed first (a step counter becomes "
+           "state, par.compression_step), as 1-bit Adam's warm-up">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Largest bucket in local bytes (0: every gradient alone)">
   ];
