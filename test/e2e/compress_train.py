@@ -6,6 +6,7 @@ same batches, so this removes only the batch-to-batch noise of one step).
   near A B TOL      A's final loss is within TOL (relative) of B's
   falls A DROP      A's final loss is at least DROP below its first
   better A B MARGIN A's final loss is at least MARGIN below B's
+  skips A B         A skipped (loss scaling) exactly the steps B skipped
 """
 import csv
 import sys
@@ -30,6 +31,14 @@ def main():
         first, a, n = final(args[0])
         print(f"falls: {n} steps, {first:.4f} -> {a:.4f}")
         ok = first - a >= float(args[1])
+    elif what == "skips":
+        def skipped(path):
+            return "".join(r["skipped"] for r in csv.DictReader(open(path)))
+        a, b = skipped(args[0]), skipped(args[1])
+        print(f"skips: {len(a)} steps, {a.count('1')} skipped, "
+              f"{'the same steps' if a == b else 'DIFFERENT steps'} as "
+              f"the uncompressed run ({b.count('1')})")
+        ok = a == b
     else:
         (_, a, n), (_, b, _) = final(args[0]), final(args[1])
         print(f"better: {n} steps, final {a:.4f} vs {b:.4f} "

@@ -251,7 +251,8 @@ TEST_F(ManifestTest, ReaderRefusesUnknownRole) {
   std::string error;
   EXPECT_EQ(lookup("f", error), nullptr);
   EXPECT_NE(error.find("arg0 has an unknown role 'momentum' (expected "
-                       "'loss_scale' or 'error_feedback')"),
+                       "'loss_scale', 'error_feedback' or "
+                       "'compression_step')"),
             std::string::npos)
       << error;
 }

@@ -104,8 +104,11 @@ LogicalResult link(StringRef object, StringRef path,
     error = "cannot find the C++ driver '" + cxxName + "' to link with";
     return failure();
   }
-  std::vector<std::string> args = {*cxx, "-shared", "-o", path.str(),
-                                   object.str()};
+  // -Bsymbolic: the program's calls to its own functions bind to them,
+  // not to a same-named symbol loaded earlier (a function `step` would
+  // otherwise call glibc's step()).
+  std::vector<std::string> args = {*cxx, "-shared", "-Wl,-Bsymbolic", "-o",
+                                   path.str(), object.str()};
   auto addLib = [&](const std::string &dir, const std::string &name) {
     args.push_back("-L" + dir);
     args.push_back("-l" + name);
