@@ -100,7 +100,7 @@ func.func @f_step(%x: tensor<2x8xf32>, %w: tensor<8x12xf32>, %b: tensor<12xf32>,
 // WARM:        par.all_to_all
 // WARM:      arith.addf %{{.*}}, %{{.*}} : f32
 
-// METHOD: par-compress-gradients: unknown method 'fp4' (option method: int8, sign or topk)
+// METHOD: par-compress-gradients: unknown method 'fp4' (option method, par-compile's compress: int8, sign or topk)
 // RATIO: par-compress-gradients: ratio=1.5 is outside (0, 1)
 // RATIO0: par-compress-gradients: ratio=0 is outside (0, 1)
 // CHUNK: par-compress-gradients: chunk=0 must be positive

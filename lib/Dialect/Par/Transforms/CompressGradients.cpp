@@ -220,17 +220,20 @@ LogicalResult CompressGradientsPass::checkOptions() {
   if (method != "int8" && method != "sign" && method != "topk")
     return module.emitError()
            << "par-compress-gradients: unknown method '" << method
-           << "' (option method: int8, sign or topk)";
+           << "' (option method, par-compile's compress: int8, sign or "
+              "topk)";
   if (method == "topk" && !(ratio > 0 && ratio < 1))
     return module.emitError()
            << "par-compress-gradients: ratio="
            << formatDouble(ratio)
-           << " is outside (0, 1) (option ratio: the fraction of each "
-              "bucket's elements top-k sends)";
+           << " is outside (0, 1) (option ratio, par-compile's "
+              "compress-ratio: the fraction of each bucket's elements top-k "
+              "sends)";
   if (method != "topk" && chunk <= 0)
     return module.emitError()
            << "par-compress-gradients: chunk=" << (int64_t)chunk
-           << " must be positive (option chunk: elements per scale)";
+           << " must be positive (option chunk, par-compile's "
+              "compress-chunk: elements per scale)";
   if (method == "sign" && chunk % 8 != 0)
     return module.emitError()
            << "par-compress-gradients: chunk=" << (int64_t)chunk
@@ -1019,8 +1022,9 @@ void CompressGradientsPass::runOnOperation() {
            "(par-compress-gradients method="
         << method
         << "): its gradients are not all-reduced over the data-parallel "
-           "axes here (run par-sink-reductions with step-gradients first; "
-           "zero=1 reduce-scatters them instead)";
+           "axes here (run par-sink-reductions with step-gradients first: "
+           "par-compile does unless sink-reductions=false; zero=1 "
+           "reduce-scatters them instead)";
     return signalPassFailure();
   }
 }
