@@ -12,6 +12,7 @@
 #define PAR_INITALL_H
 
 #include "par/Codegen/CPU/Passes.h"
+#include "par/Codegen/GPU/Passes.h"
 #include "par/Conversion/ParToRuntime/Passes.h"
 #include "par/Dialect/Par/Extensions/ShardingRuleModels.h"
 #include "par/Dialect/Par/IR/ParDialect.h"
@@ -19,6 +20,7 @@
 #include "par/Dialect/Par/Transforms/Passes.h"
 #include "par/Pipelines/Pipelines.h"
 #include "par/Pipelining/Passes.h"
+#include "par/Target/CPU/SharedObject.h"
 #include "par/Target/Manifest/Passes.h"
 #include "par/Training/AdjointModels.h"
 #include "par/Training/Passes.h"
@@ -31,6 +33,8 @@ inline void registerAllParDialects(DialectRegistry &registry) {
   registerShardingRuleModels(registry);
   registerBufferizableOpInterfaceExternalModels(registry);
   registerAdjointModels(registry);
+  // Translations to LLVM IR, the cuda target's serialization included.
+  registerSharedObjectTranslations(registry);
 }
 
 /// Every par pass and pipeline.
@@ -40,6 +44,7 @@ inline void registerAllParPasses() {
   registerParPipeliningPasses();
   registerParToRuntimePasses();
   registerParCodegenCPUPasses();
+  registerParCodegenGPUPasses();
   registerParTargetManifestPasses();
   registerParPipelines();
 }

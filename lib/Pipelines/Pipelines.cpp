@@ -7,6 +7,7 @@
 
 #include "par/Pipelines/Pipelines.h"
 #include "par/Codegen/CPU/Passes.h"
+#include "par/Codegen/GPU/Passes.h"
 #include "par/Conversion/ParToRuntime/Passes.h"
 #include "par/Dialect/Par/Transforms/Passes.h"
 #include "par/Pipelining/Passes.h"
@@ -16,6 +17,7 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -182,6 +184,7 @@ BackendOptions mlir::par::getBackendOptions(const CompileOptions &options) {
   b.errorFeedback = options.errorFeedback;
   b.compressMinElements = options.compressMinElements;
   b.compressWarmup = options.compressWarmup;
+  b.target = options.target;
   return b;
 }
 
@@ -218,10 +221,11 @@ void mlir::par::buildExportPhase(OpPassManager &pm,
   // global type, local type and sharding.
   ExportManifestOptions exp;
   exp.outputFile = options.manifest;
+  exp.target = options.target;
   pm.addPass(createExportManifest(exp));
 }
 
-void mlir::par::buildBufferizePhase(OpPassManager &pm) {
+void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams) {
   // Entry points get C interfaces first (func-to-LLVM reads the attribute).
   pm.addPass(createMarkEntryPoints());
   // Aggregated linalg ops (softmax) become generics the later steps handle.
@@ -239,6 +243,16 @@ void mlir::par::buildBufferizePhase(OpPassManager &pm) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  if (outParams) {
+    // Results as trailing out-parameters: a result allocated in the
+    // function is the caller's buffer from the start (no copy); one that
+    // is an argument or another result is copied in.
+    bufferization::BufferResultsToOutParamsPassOptions out;
+    out.hoistStaticAllocs = true;
+    out.modifyPublicFunctions = true;
+    pm.addPass(bufferization::createBufferResultsToOutParamsPass(out));
+    pm.addPass(createCanonicalizerPass());
+  }
   // Buckets start where they are and are waited for before the first access
   // to their buffers: on buffers (where accesses and aliases are explicit)
   // and before deallocation, whose frees then follow the waits.
@@ -278,6 +292,101 @@ void mlir::par::buildLowerCPUPhase(OpPassManager &pm) {
   pm.addPass(createEmitPackedEntry());
 }
 
+void mlir::par::buildLowerGPUPhase(OpPassManager &pm,
+                                   const GPUTargetOptions &options) {
+  // Contiguous matmuls to cuBLAS through the runtime's kernel ABI, as on
+  // the CPU (to BLAS).
+  pm.addPass(createMatmulToRuntime());
+  math::MathExpandOpsPassOptions expand;
+  expand.opMnemonics = {"tanh"};
+  pm.addNestedPass<func::FuncOp>(math::createMathExpandOpsPass(expand));
+  // Every other structured op (copies included) one kernel; every buffer
+  // of the program device memory.
+  MapLinalgToGPUOptions map;
+  map.blockSize = options.blockSize;
+  pm.addPass(createMapLinalgToGPU(map));
+  pm.addPass(createDeviceMemory());
+  // Collectives to NCCL through the same kernel ABI; after the device
+  // memory rewrite, since their member tables are host arrays.
+  pm.addPass(createCollectivesToRuntime());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Kernels outlined into gpu.modules; launches, allocations and copies of
+  // each function chained on one stream (the runtime's: no synchronization
+  // per launch, one at the function's end).
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createMergeKernelModules());
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  pm.addNestedPass<func::FuncOp>(createStreamOrder());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = options.chip;
+  attach.features = options.features;
+  attach.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  // Device code: the gpu dialect to NVVM (gpu.all_reduce to shuffles and
+  // shared memory). Kernels take full memref descriptors (bare pointers
+  // would need static strides everywhere, and both sides must agree).
+  OpPassManager &dev = pm.nest<gpu::GPUModuleOp>();
+  dev.addPass(createStripDebugInfoPass());
+  dev.addPass(createConvertGpuOpsToNVVMOps());
+  dev.addPass(createCanonicalizerPass());
+  dev.addPass(createCSEPass());
+  dev.addPass(createReconcileUnrealizedCastsPass());
+  // Host code: what the CPU lowering does, plus the gpu runtime calls.
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = options.toolkit;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createEmitPackedEntry());
+}
+
+void mlir::par::buildLowerGPUPipeline(OpPassManager &pm,
+                                      const GPUTargetOptions &options) {
+  buildBufferizePhase(pm, /*outParams=*/true);
+  buildLowerGPUPhase(pm, options);
+}
+
+bool mlir::par::parseTarget(StringRef target, bool &isCuda,
+                            GPUTargetOptions &gpu, std::string &error) {
+  isCuda = false;
+  if (target == "cpu")
+    return true;
+  StringRef chip;
+  if (target == "cuda") {
+    chip = "sm_90";
+  } else if (target.consume_front("cuda:")) {
+    chip = target;
+    unsigned sm;
+    if (!chip.starts_with("sm_") || chip.drop_front(3).getAsInteger(10, sm) ||
+        sm < 70) {
+      error = "unknown cuda chip '" + chip.str() +
+              "' (expected sm_NN with NN >= 70, e.g. sm_90)";
+      return false;
+    }
+  } else {
+    error = "unknown target '" + target.str() +
+            "' (expected cpu, cuda or cuda:sm_NN)";
+    return false;
+  }
+  isCuda = true;
+  gpu.chip = chip.str();
+  return true;
+}
+
 void mlir::par::buildLowerCPUPipeline(OpPassManager &pm) {
   buildBufferizePhase(pm);
   buildLowerCPUPhase(pm);
@@ -295,7 +404,13 @@ void mlir::par::buildBackendPipeline(OpPassManager &pm,
                                      const BackendOptions &options) {
   buildSPMDPhase(pm, options);
   buildExportPhase(pm, options);
-  buildLowerCPUPipeline(pm);
+  bool cuda = false;
+  GPUTargetOptions gpu;
+  std::string error;
+  if (parseTarget(options.target, cuda, gpu, error) && cuda)
+    buildLowerGPUPipeline(pm, gpu);
+  else
+    buildLowerCPUPipeline(pm); // a bad target was refused by the caller
 }
 
 void mlir::par::buildCompilePipeline(OpPassManager &pm,
@@ -314,6 +429,14 @@ void mlir::par::registerParPipelines() {
       "Bufferize a partitioned program and lower it to the LLVM dialect, "
       "collectives and matmuls as par runtime calls",
       buildLowerCPUPipeline);
+  PassPipelineRegistration<LowerGPUPipelineOptions>(
+      "par-lower-gpu",
+      "Bufferize a partitioned program (results as out-parameters) and lower "
+      "it for CUDA: kernels serialized for the chip, collectives and "
+      "matmuls as par runtime calls (NCCL, cuBLAS)",
+      [](OpPassManager &pm, const LowerGPUPipelineOptions &options) {
+        buildLowerGPUPipeline(pm, options.get());
+      });
   PassPipelineRegistration<CompileOptions>(
       "par-compile-pipeline",
       "What par-compile runs: pipeline split, train step, schedule, SPMD "

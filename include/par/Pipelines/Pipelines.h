@@ -153,6 +153,12 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
       *this, "compress-warmup",
       llvm::cl::desc("Steps reduced uncompressed before compression starts"),
       llvm::cl::init(kCompress.warmup)};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("cpu, or cuda[:CHIP] (default chip sm_90): kernels "
+                     "through NVVM to a fatbin, matmuls on cuBLAS, "
+                     "collectives on NCCL; the reference stays a CPU program"),
+      llvm::cl::init("cpu")};
   ListOption<std::string> keep{
       *this, "keep",
       llvm::cl::desc("Op kinds that stay f32 under mixed precision "
@@ -292,7 +298,48 @@ struct BackendOptions {
   bool errorFeedback = CompressGradientsOptions{}.errorFeedback;
   int64_t compressMinElements = CompressGradientsOptions{}.minElements;
   int64_t compressWarmup = CompressGradientsOptions{}.warmup;
+  std::string target = "cpu"; // the manifest's target ("cuda:sm_90")
 };
+
+/// The cuda target (par-compile --target cuda[:CHIP]): where the kernels'
+/// binary comes from. The toolkit path is always passed to the serializer
+/// (Debian's MLIR has none compiled in; without it libdevice is not linked).
+struct GPUTargetOptions {
+  std::string chip = "sm_90";
+  std::string features = "+ptx80";
+  std::string toolkit = "/usr/local/cuda";
+  std::string format = "fatbin"; // gpu-module-to-binary: isa, bin, fatbin
+  int64_t blockSize = 256;       // par-gpu-map-linalg's block-size
+};
+
+/// par-opt's form of GPUTargetOptions (the par-lower-gpu pipeline).
+struct LowerGPUPipelineOptions
+    : public PassPipelineOptions<LowerGPUPipelineOptions> {
+  PassOptions::Option<std::string> chip{*this, "chip",
+                                        llvm::cl::desc("CUDA chip"),
+                                        llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX features"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> toolkit{
+      *this, "toolkit", llvm::cl::desc("CUDA toolkit (libdevice, ptxas)"),
+      llvm::cl::init("/usr/local/cuda")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Kernel binary: isa (PTX), bin (cubin), fatbin"),
+      llvm::cl::init("fatbin")};
+  PassOptions::Option<int64_t> blockSize{
+      *this, "block-size", llvm::cl::desc("Threads per block"),
+      llvm::cl::init(256)};
+  GPUTargetOptions get() const {
+    return {chip, features, toolkit, format, blockSize};
+  }
+};
+
+/// Parses a --target value: "cpu", "cuda" or "cuda:<chip>" (sm_NN). False
+/// with `error` set for anything else.
+bool parseTarget(llvm::StringRef target, bool &isCuda, GPUTargetOptions &gpu,
+                 std::string &error);
 
 /// The back half's options as `options` states them.
 BackendOptions getBackendOptions(const CompileOptions &options);
@@ -307,8 +354,14 @@ void buildTrainPhase(OpPassManager &pm, const CompileOptions &options);
 void buildSchedulePhase(OpPassManager &pm, const CompileOptions &options);
 void buildSPMDPhase(OpPassManager &pm, const BackendOptions &options);
 void buildExportPhase(OpPassManager &pm, const BackendOptions &options);
-void buildBufferizePhase(OpPassManager &pm);
+/// `outParams`: results become trailing out-parameters written in place
+/// (the cuda target's calling convention; the CPU returns buffers).
+void buildBufferizePhase(OpPassManager &pm, bool outParams = false);
 void buildLowerCPUPhase(OpPassManager &pm);
+/// Buffers to kernels (par-gpu-map-linalg), device memory, collectives and
+/// matmuls as runtime calls (NCCL, cuBLAS), then host and device code to
+/// the LLVM dialect with the kernels serialized into the module.
+void buildLowerGPUPhase(OpPassManager &pm, const GPUTargetOptions &options);
 
 /// The front half (split, train, schedule): what the sharded program and
 /// its reference share.
@@ -321,6 +374,9 @@ void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options);
 /// Bufferization and lowering of a partitioned program to the LLVM dialect
 /// for the CPU (buildBufferizePhase + buildLowerCPUPhase).
 void buildLowerCPUPipeline(OpPassManager &pm);
+/// The same for the cuda target (buildBufferizePhase with out-parameters +
+/// buildLowerGPUPhase).
+void buildLowerGPUPipeline(OpPassManager &pm, const GPUTargetOptions &options);
 
 /// Registers `par-spmd`, `par-lower-cpu` and `par-compile-pipeline`.
 void registerParPipelines();

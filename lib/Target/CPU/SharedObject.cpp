@@ -9,7 +9,10 @@
 
 #include "par/Target/CPU/SharedObject.h"
 
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
@@ -136,6 +139,13 @@ LogicalResult link(StringRef object, StringRef path,
 void mlir::par::registerSharedObjectTranslations(DialectRegistry &registry) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  // The cuda target: kernels serialized by gpu-module-to-binary (NVVM to
+  // PTX in process, ptxas and fatbinary from the toolkit), and the host
+  // module's gpu.binary embedded with its load/launch calls.
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
 }
 
 LogicalResult mlir::par::buildSharedObject(ModuleOp module, StringRef path,

@@ -366,6 +366,7 @@ struct ExportManifestPass
       os = &file->os();
     }
     llvm::json::Object top{{key::kVersion, schema::kVersion},
+                           {key::kTarget, std::string(target)},
                            {key::kFunctions, std::move(functions)}};
     if (auto pipe =
             module->getAttrOfType<PipelineAttr>(ParDialect::kPipelineAttrName))

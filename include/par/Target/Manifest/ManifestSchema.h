@@ -52,6 +52,9 @@ namespace key {
 inline constexpr const char kVersion[] = "version";
 inline constexpr const char kFunctions[] = "functions";
 inline constexpr const char kPipeline[] = "pipeline";
+// "cpu" (also when absent) or "cuda:<chip>": where the code runs and, for
+// cuda, the out-parameter calling convention on device memory.
+inline constexpr const char kTarget[] = "target";
 // A function entry.
 inline constexpr const char kName[] = "name";
 inline constexpr const char kMesh[] = "mesh";

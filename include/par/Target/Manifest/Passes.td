@@ -22,7 +22,11 @@ def ExportManifest : Pass<"par-export-manifest", "ModuleOp"> {
   }];
   let options = [
     Option<"outputFile", "output", "std::string", /*default=*/"\"-\"",
-           "Where to write the manifest ('-' for stdout)">
+           "Where to write the manifest ('-' for stdout)">,
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "What the program's code runs on: 'cpu' or 'cuda:<chip>' (the "
+           "manifest's top-level \"target\"; a cuda program's entry points "
+           "take their outputs as trailing out-parameters in device memory)">
   ];
 }
 
