@@ -81,8 +81,13 @@ std::string describe(CUresult r) {
   const char *name = nullptr, *text = nullptr;
   if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
     name = fallbackName(r);
-  if (cuGetErrorString(r, &text) != CUDA_SUCCESS)
-    text = nullptr;
+  if (cuGetErrorString(r, &text) != CUDA_SUCCESS || !text) {
+    // The stub answers neither; say what matters most.
+    text = r == CUDA_ERROR_STUB_LIBRARY
+               ? "libcuda.so.1 is the toolkit's stub: no NVIDIA driver here"
+           : r == CUDA_ERROR_NO_DEVICE ? "no CUDA-capable device is detected"
+                                       : nullptr;
+  }
   std::string out = name ? name : "CUresult " + std::to_string(int(r));
   if (text && *text)
     out += std::string(" (") + text + ")";
