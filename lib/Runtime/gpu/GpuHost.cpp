@@ -572,10 +572,14 @@ PAR_GPU_EXPORT int par_gpu_copy(void *dst, const void *src, size_t bytes) {
   std::string what = "par_gpu_copy (" + std::to_string(bytes) + " bytes)";
   if (!currentContext(what.c_str()))
     return -1;
-  // Synchronous cuMemcpy is ordered after the legacy default stream's work.
-  return check(cuMemcpy(reinterpret_cast<CUdeviceptr>(dst),
-                        reinterpret_cast<CUdeviceptr>(src), bytes),
-               what, "cuMemcpy")
+  // On the legacy default stream (after the program's work there), then
+  // waited for: cuMemcpy alone returns early for device-to-device copies.
+  return check(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                             reinterpret_cast<CUdeviceptr>(src), bytes,
+                             nullptr),
+               what, "cuMemcpyAsync") &&
+                 check(cuStreamSynchronize(nullptr), what,
+                       "cuStreamSynchronize")
              ? 0
              : -1;
 }
@@ -589,9 +593,11 @@ PAR_GPU_EXPORT int par_gpu_memset_zero(void *dst, size_t bytes) {
       "par_gpu_memset_zero (" + std::to_string(bytes) + " bytes)";
   if (!currentContext(what.c_str()))
     return -1;
-  return check(cuMemsetD8(reinterpret_cast<CUdeviceptr>(dst), 0, bytes), what,
-               "cuMemsetD8") &&
-                 check(cuCtxSynchronize(), what, "cuCtxSynchronize")
+  return check(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), 0, bytes,
+                               nullptr),
+               what, "cuMemsetD8Async") &&
+                 check(cuStreamSynchronize(nullptr), what,
+                       "cuStreamSynchronize")
              ? 0
              : -1;
 }
