@@ -45,6 +45,10 @@ llvm_config.add_tool_substitutions(["par-runtime-test", "par-session-test", "llv
 #   torch  PyTorch importable by %python (the parity tests' reference)
 #   cuda   a usable NVIDIA GPU (nvidia-smi lists one)
 #   gtest  the C++ unit tests were built (GoogleTest found)
+#   cuda-toolkit  the CUDA libraries (libpar_runtime_cuda.so,
+#          libpar_runtime_gpu.so) and tools (par-gpu-test, par-gemm-bench)
+#          were built: a toolkit was found, a GPU is not needed.
+#          %cuda_driver_dir is the directory of its libcuda (the stub).
 def _succeeds(cmd):
     try:
         return subprocess.run(cmd, stdout=subprocess.DEVNULL,
@@ -61,3 +65,7 @@ if shutil.which("nvidia-smi") and _succeeds(["nvidia-smi", "-L"]):
 if os.path.exists(os.path.join(config.par_tools_dir, "par-unit-tests")):
     config.available_features.add("gtest")
 llvm_config.add_tool_substitutions(["par-unit-tests"], tool_dirs)
+if str(getattr(config, "par_have_cuda_toolkit", "")).upper() in ("1", "ON", "TRUE"):
+    config.available_features.add("cuda-toolkit")
+config.substitutions.append(("%cuda_driver_dir", getattr(config, "par_cuda_driver_dir", "")))
+llvm_config.add_tool_substitutions(["par-gpu-test", "par-gemm-bench"], tool_dirs)

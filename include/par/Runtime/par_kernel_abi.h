@@ -99,14 +99,17 @@ void par_rt_k_matmul(int64_t a, int64_t b, int64_t c, int64_t M, int64_t N,
 /* For each of `batch` consecutive matrices: C[M][N] = op(A) * op(B)
  * (+ C if accumulate), where op(A) is A[M][K], or the transpose of A stored
  * as [K][M] when trans_a; op(B) is B[K][N], or B stored as [N][K] when
- * trans_b. f32/f64 through BLAS (CPU backend only). */
+ * trans_b. f32/f64: BLAS on the CPU backend, cuBLAS (strided batched) on
+ * the CUDA backend. */
 void par_rt_k_batch_matmul(int64_t a, int64_t b, int64_t c, int64_t batch,
                            int64_t M, int64_t N, int64_t K, int32_t trans_a,
                            int32_t trans_b, int32_t dtype, int32_t accumulate);
 
 /* The same with f32 C and A, B each of dtype_a, dtype_b (f32, f16 or bf16):
- * mixed precision's 16-bit operands with f32 accumulation. 16-bit inputs
- * are widened exactly to f32 and the f32 GEMM runs (CPU backend only). */
+ * mixed precision's 16-bit operands with f32 accumulation. On the CPU
+ * backend 16-bit inputs are widened exactly to f32 and the f32 GEMM runs;
+ * on the CUDA backend A and B must have the same dtype, and cuBLAS
+ * (cublasGemmStridedBatchedEx, CUBLAS_COMPUTE_32F) reads them as they are. */
 void par_rt_k_batch_matmul_mixed(int64_t a, int64_t b, int64_t c,
                                  int64_t batch, int64_t M, int64_t N,
                                  int64_t K, int32_t trans_a, int32_t trans_b,

@@ -43,8 +43,8 @@ extern "C" {
 #endif
 
 /* 1: the CUDA-only table. 2: one table for every backend. 3: bucket
- * all-reduces (bucket_start, bucket_wait, progress). */
-#define PAR_RT_BACKEND_ABI_VERSION 3u
+ * all-reduces (bucket_start, bucket_wait, progress). 4: batch_matmul_mixed. */
+#define PAR_RT_BACKEND_ABI_VERSION 4u
 
 /* The processes of a world, as its world backend reports them. */
 typedef struct par_rt_backend_world_t {
@@ -157,12 +157,20 @@ typedef struct par_rt_backend_t {
   par_status_t (*matmul)(void *state, const void *a, const void *b, void *c,
                          int64_t M, int64_t N, int64_t K, int32_t dtype,
                          int32_t accumulate);
-  /* NULL when the backend has none (the compiler emits it only for CPU
-   * programs). */
+  /* f32/f64 (par_rt_k_batch_matmul); NULL when the backend has none. */
   par_status_t (*batch_matmul)(void *state, const void *a, const void *b,
                                void *c, int64_t batch, int64_t M, int64_t N,
                                int64_t K, int32_t trans_a, int32_t trans_b,
                                int32_t dtype, int32_t accumulate);
+  /* par_rt_k_batch_matmul_mixed: A and B of dtype_a, dtype_b (f32, f16,
+   * bf16), C f32, f32 accumulation. NULL on host-memory backends: core then
+   * widens the 16-bit operands to f32 on the host and calls batch_matmul. */
+  par_status_t (*batch_matmul_mixed)(void *state, const void *a,
+                                     const void *b, void *c, int64_t batch,
+                                     int64_t M, int64_t N, int64_t K,
+                                     int32_t trans_a, int32_t trans_b,
+                                     int32_t dtype_a, int32_t dtype_b,
+                                     int32_t accumulate);
 
   /*--- Buckets (every backend) ---*/
   /* Starts the all-reduce of `n` >= 1 members of one dtype and reduction as

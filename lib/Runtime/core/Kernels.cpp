@@ -489,9 +489,8 @@ PAR_RT_EXPORT void par_rt_k_batch_matmul_mixed(
     int64_t K, int32_t transA, int32_t transB, int32_t dtypeA, int32_t dtypeB,
     int32_t accumulate) {
   KernelCall k("batch_matmul_mixed", /*needsMesh=*/false);
-  if (!k.ops().batch_matmul)
-    k.fail(std::string("not available on the ") + k.ops().name +
-           " backend (the compiler emits it only for CPU programs)");
+  if (!k.ops().batch_matmul && !k.ops().batch_matmul_mixed)
+    k.fail(std::string("not available on the ") + k.ops().name + " backend");
   for (int32_t d : {dtypeA, dtypeB})
     if (d != PAR_F32 && d != PAR_F16 && d != PAR_BF16)
       k.fail("inputs must be f32, f16 or bf16");
@@ -499,6 +498,13 @@ PAR_RT_EXPORT void par_rt_k_batch_matmul_mixed(
   k.checkBuffer("a", a, k.mul({batch, M, K, k.elementSize(dtypeA)}));
   k.checkBuffer("b", b, k.mul({batch, K, N, k.elementSize(dtypeB)}));
   k.checkBuffer("c", c, k.mul({batch, M, N, 4}));
+  // A device backend takes the 16-bit operands as they are (cuBLAS).
+  if (k.ops().batch_matmul_mixed) {
+    k.finishLocal(k.ops().batch_matmul_mixed(
+        k.state(), ptr(a), ptr(b), ptr(c), batch, M, N, K, transA, transB,
+        dtypeA, dtypeB, accumulate));
+    return;
+  }
   // Widening is exact: the f32 GEMM forms the same products as the loop.
   auto widen = [](int32_t dtype, const void *p, int64_t n,
                   std::vector<float> &out) -> const void * {
@@ -524,8 +530,7 @@ PAR_RT_EXPORT void par_rt_k_batch_matmul(int64_t a, int64_t b, int64_t c,
                                          int32_t accumulate) {
   KernelCall k("batch_matmul", /*needsMesh=*/false);
   if (!k.ops().batch_matmul)
-    k.fail(std::string("not available on the ") + k.ops().name +
-           " backend (the compiler emits it only for CPU programs)");
+    k.fail(std::string("not available on the ") + k.ops().name + " backend");
   if (dtype != PAR_F32 && dtype != PAR_F64)
     k.fail("only f32 and f64 are supported");
   int64_t es = k.elementSize(dtype);

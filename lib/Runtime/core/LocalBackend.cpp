@@ -225,6 +225,7 @@ const par_rt_backend_t kTable = {
     recv,
     Host::matmul,
     Host::batchMatmul,
+    /*batch_matmul_mixed=*/nullptr, // core widens on the host
     bucketStart,
     bucketWait,
     /*progress=*/nullptr, // copies complete at the start

@@ -13,6 +13,10 @@
 //   broadcast       ncclBroadcast
 //   send/recv       ncclSend/ncclRecv on the world communicator
 //   matmul          cuBLAS (f32, f64, f16, bf16); other dtypes on the host
+//   batch_matmul    cublas{S,D}gemmStridedBatched (f32, f64, either operand
+//                   transposed)
+//   batch_matmul_mixed  cublasGemmStridedBatchedEx: f16 or bf16 A and B, f32
+//                   C, CUBLAS_COMPUTE_32F (f32 A and B: the f32 form)
 //   bucket          on the communication stream: the members copied into
 //                   one staging buffer, one ncclAllReduce, copied back,
 //                   an event recorded; the wait synchronizes the event
@@ -25,11 +29,21 @@
 // stream before returning, so outputs are ready and the runtime's timing
 // statistics measure the collective.
 //
+// Matmuls are row-major: cuBLAS is column-major, and a row-major X is the
+// column-major X^T, so C^T = B^T * A^T with the operands swapped.
+//
+// Environment, read when the backend is created:
+//   PAR_CUDA_TF32=1  f32 GEMMs (matmul, batch_matmul) may use TF32 tensor
+//                    cores (CUBLAS_TF32_TENSOR_OP_MATH): faster, with a
+//                    10-bit mantissa for the products. Off by default (f32
+//                    results then match the CPU backend's to rounding).
+//
 // Group communicators come from ncclCommSplit of the world communicator
 // (color/key computed by libpar_runtime.so), cached per axes code. The world
 // communicator is bootstrapped with a unique id that rank 0 creates and
 // broadcasts through the world backend's broadcast, handed over in
-// par_rt_backend_init_t (so this library links no MPI).
+// par_rt_backend_init_t (so this library links no MPI). A world of one
+// process (the local world: one GPU, no MPI) needs no broadcast.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,8 +55,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -272,6 +289,13 @@ par_status_t create(const par_rt_backend_init_t *init, void **outState,
   if (b != CUBLAS_STATUS_SUCCESS)
     return cleanup("cublasCreate", cublasGetStatusString(b));
   cublasSetStream(s->blas, s->stream);
+  const char *tf32 = std::getenv("PAR_CUDA_TF32");
+  if (tf32 && std::strcmp(tf32, "1") == 0) {
+    b = cublasSetMathMode(s->blas, CUBLAS_TF32_TENSOR_OP_MATH);
+    if (b != CUBLAS_STATUS_SUCCESS)
+      return cleanup("cublasSetMathMode (PAR_CUDA_TF32=1)",
+                     cublasGetStatusString(b));
+  }
   *outState = s;
   return PAR_OK;
 }
@@ -293,8 +317,9 @@ par_status_t connect(void *state, const par_rt_backend_init_t *init) {
     r = ncclGetUniqueId(&boot.id);
     boot.ok = r == ncclSuccess;
   }
-  if (init->broadcast_world(init->world_user, &boot, sizeof(boot), 0) !=
-      PAR_OK)
+  if (worldSize > 1 &&
+      init->broadcast_world(init->world_user, &boot, sizeof(boot), 0) !=
+          PAR_OK)
     return fail(s, PAR_ERR_COMMUNICATION,
                 "broadcasting the NCCL unique id over the world failed");
   if (!boot.ok)
@@ -578,6 +603,88 @@ par_status_t matmul(void *state, const void *a, const void *b, void *c,
   return sync(s, "matmul");
 }
 
+/// One strided-batched row-major GEMM, C = op(A) * op(B) (+ C), as cuBLAS
+/// sees it (see the file comment). `kind`: 's'/'d' for cublas{S,D}gemm..,
+/// 'x' for cublasGemmStridedBatchedEx with operands of `type` and f32 C.
+par_status_t stridedBatched(State &s, char kind, cudaDataType_t type,
+                            const void *a, const void *b, void *c,
+                            int64_t batch, int64_t M, int64_t N, int64_t K,
+                            bool transA, bool transB, bool accumulate) {
+  if (batch == 0 || M == 0 || N == 0)
+    return PAR_OK;
+  if (batch > INT_MAX || M > INT_MAX || N > INT_MAX || K > INT_MAX)
+    return fail(s, PAR_ERR_INVALID_ARGUMENT,
+                "batch_matmul dimensions exceed cuBLAS's 32-bit int");
+  // Column-major: C^T[N][M] = op(B)^T[N][K] * op(A)^T[K][M]. B stored
+  // [K][N] is the column-major N x K op(B)^T (no transpose, ld N); stored
+  // [N][K] (trans_b) it is K x N, transposed (ld K). Likewise A.
+  cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int m = int(N), n = int(M), k = int(K);
+  int ldb = int(std::max<int64_t>(transB ? K : N, 1));
+  int lda = int(std::max<int64_t>(transA ? M : K, 1));
+  int ldc = int(N);
+  long long strideB = (long long)K * N, strideA = (long long)M * K,
+            strideC = (long long)M * N;
+  cublasStatus_t r;
+  if (kind == 'd') {
+    double alpha = 1.0, beta = accumulate ? 1.0 : 0.0;
+    r = cublasDgemmStridedBatched(
+        s.blas, opB, opA, m, n, k, &alpha, static_cast<const double *>(b),
+        ldb, strideB, static_cast<const double *>(a), lda, strideA, &beta,
+        static_cast<double *>(c), ldc, strideC, int(batch));
+  } else if (kind == 's') {
+    float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    r = cublasSgemmStridedBatched(
+        s.blas, opB, opA, m, n, k, &alpha, static_cast<const float *>(b), ldb,
+        strideB, static_cast<const float *>(a), lda, strideA, &beta,
+        static_cast<float *>(c), ldc, strideC, int(batch));
+  } else {
+    float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    r = cublasGemmStridedBatchedEx(
+        s.blas, opB, opA, m, n, k, &alpha, b, type, ldb, strideB, a, type,
+        lda, strideA, &beta, c, CUDA_R_32F, ldc, strideC, int(batch),
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  }
+  if (r != CUBLAS_STATUS_SUCCESS)
+    return blasFail(s, kind == 'x' ? "cublasGemmStridedBatchedEx"
+                                   : "cublas gemm strided batched",
+                    r);
+  return sync(s, "batch_matmul");
+}
+
+par_status_t batchMatmul(void *state, const void *a, const void *b, void *c,
+                         int64_t batch, int64_t M, int64_t N, int64_t K,
+                         int32_t transA, int32_t transB, int32_t dtype,
+                         int32_t accumulate) {
+  State &s = st(state);
+  if (dtype != PAR_F32 && dtype != PAR_F64)
+    return fail(s, PAR_ERR_INVALID_ARGUMENT,
+                "batch_matmul supports f32 and f64 only");
+  return stridedBatched(s, dtype == PAR_F64 ? 'd' : 's', CUDA_R_32F, a, b, c,
+                        batch, M, N, K, transA != 0, transB != 0,
+                        accumulate != 0);
+}
+
+par_status_t batchMatmulMixed(void *state, const void *a, const void *b,
+                              void *c, int64_t batch, int64_t M, int64_t N,
+                              int64_t K, int32_t transA, int32_t transB,
+                              int32_t dtypeA, int32_t dtypeB,
+                              int32_t accumulate) {
+  State &s = st(state);
+  if (dtypeA != dtypeB)
+    return fail(s, PAR_ERR_INVALID_ARGUMENT,
+                std::string("batch_matmul_mixed needs A and B of one dtype "
+                            "on CUDA (got ") +
+                    dtypeName(dtypeA) + " and " + dtypeName(dtypeB) + ")");
+  if (dtypeA == PAR_F32)
+    return stridedBatched(s, 's', CUDA_R_32F, a, b, c, batch, M, N, K,
+                          transA != 0, transB != 0, accumulate != 0);
+  return stridedBatched(s, 'x', dtypeA == PAR_F16 ? CUDA_R_16F : CUDA_R_16BF,
+                        a, b, c, batch, M, N, K, transA != 0, transB != 0,
+                        accumulate != 0);
+}
+
 //===----------------------------------------------------------------------===//
 // Buckets
 //===----------------------------------------------------------------------===//
@@ -727,7 +834,8 @@ const par_rt_backend_t kTable = {
     waitSends,
     recv,
     matmul,
-    /*batch_matmul=*/nullptr, // emitted only for CPU programs
+    batchMatmul,
+    batchMatmulMixed,
     OnGroup<bucketStart>::entry,
     bucketWait,
     /*progress=*/nullptr, // NCCL's kernels progress on their own

@@ -332,6 +332,7 @@ const par_rt_backend_t kTable = {
     recv,
     Host::matmul,
     Host::batchMatmul,
+    /*batch_matmul_mixed=*/nullptr, // core widens on the host
     OnGroup<bucketStart>::entry,
     bucketWait,
     bucketProgress,
