@@ -49,6 +49,22 @@ LogicalResult buildProgram(ModuleOp front, StringRef stem, bool reference,
   backend.reference = reference;
   backend.report = report;
   backend.manifest = base + ".json";
+  bool cuda = false;
+  GPUTargetOptions gpu;
+  if (!parseTarget(options.target, cuda, gpu, error))
+    return failure();
+  gpu.toolkit = artifact.cudaToolkit;
+  cuda = cuda && !reference;
+  if (!cuda)
+    backend.target = "cpu";
+  SharedObjectOptions link = artifact.link;
+  if (cuda) {
+    link.extraLibs.push_back({link.runtimeLibDir, "par_runtime_gpu"});
+    // libpar_runtime_gpu.so needs libcuda.so.1: the stub satisfies the
+    // link; the driver is found at run time (no rpath to the stub).
+    link.linkOnlyLibs.push_back({artifact.cudaToolkit + "/lib64/stubs",
+                                 "cuda"});
+  }
   if (failed(runPasses(*module, [&](OpPassManager &pm) {
         buildSPMDPhase(pm, backend);
       }))) {
@@ -60,7 +76,10 @@ LogicalResult buildProgram(ModuleOp front, StringRef stem, bool reference,
     return failure();
   if (failed(runPasses(*module, [&](OpPassManager &pm) {
         buildExportPhase(pm, backend);
-        buildLowerCPUPipeline(pm);
+        if (cuda)
+          buildLowerGPUPipeline(pm, gpu);
+        else
+          buildLowerCPUPipeline(pm);
       }))) {
     error = "lowering '" + stem.str() + "' failed";
     return failure();
@@ -68,7 +87,7 @@ LogicalResult buildProgram(ModuleOp front, StringRef stem, bool reference,
   if (artifact.link.keepTemps &&
       failed(writeModule(*module, base + ".llvm.mlir", error)))
     return failure();
-  return buildSharedObject(*module, base + ".so", artifact.link, error);
+  return buildSharedObject(*module, base + ".so", link, error);
 }
 
 } // namespace

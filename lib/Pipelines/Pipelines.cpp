@@ -221,7 +221,13 @@ void mlir::par::buildExportPhase(OpPassManager &pm,
   // global type, local type and sharding.
   ExportManifestOptions exp;
   exp.outputFile = options.manifest;
-  exp.target = options.target;
+  // "cuda" is spelled with its chip ("cuda:sm_90"), as readers expect.
+  bool cuda = false;
+  GPUTargetOptions gpu;
+  std::string error;
+  exp.target = parseTarget(options.target, cuda, gpu, error) && cuda
+                   ? "cuda:" + gpu.chip
+                   : "cpu";
   pm.addPass(createExportManifest(exp));
 }
 

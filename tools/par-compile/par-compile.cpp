@@ -44,6 +44,18 @@ static cl::opt<bool> helpOptions("help-options",
 static cl::opt<bool> noReference("no-reference",
                                  cl::desc("Do not build the unsharded "
                                           "reference"));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("cpu (default), or cuda[:CHIP] (CHIP sm_NN, default "
+                    "sm_90): the sharded program as CUDA kernels, cuBLAS "
+                    "matmuls and NCCL collectives (the same as --options "
+                    "target=...)"),
+           cl::value_desc("TARGET"), cl::init(""));
+static cl::opt<std::string>
+    cudaToolkit("cuda-toolkit",
+                cl::desc("CUDA toolkit for the cuda target (libdevice, "
+                         "ptxas, fatbinary, libcuda's stub)"),
+                cl::value_desc("DIR"), cl::init("/usr/local/cuda"));
 static cl::opt<bool> keepTemps("keep-temps",
                                cl::desc("Keep the LLVM dialect, LLVM IR and "
                                         "object files"));
@@ -67,6 +79,15 @@ int main(int argc, char **argv) {
       mlir::par::CompileOptions::createFromString(pipelineOptions);
   if (!options)
     return fail("bad --options '" + pipelineOptions + "'");
+  if (!target.empty())
+    options->target = target;
+  bool cuda = false;
+  {
+    mlir::par::GPUTargetOptions gpu;
+    std::string why;
+    if (!mlir::par::parseTarget(options->target, cuda, gpu, why))
+      return fail(why);
+  }
 
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -102,6 +123,24 @@ int main(int argc, char **argv) {
   if (!llvm::sys::fs::exists(runtime))
     return fail("cannot find libpar_runtime.so in " + libDir.str().str());
   artifact.link.runtimeLibDir = libDir.str().str();
+  if (cuda) {
+    llvm::SmallString<256> gpuLib(libDir);
+    llvm::sys::path::append(gpuLib, "libpar_runtime_gpu.so");
+    if (!llvm::sys::fs::exists(gpuLib))
+      return fail("the cuda target needs libpar_runtime_gpu.so, which par "
+                  "builds only when it finds the CUDA toolkit; none in " +
+                  libDir.str().str());
+    for (const char *tool : {"bin/ptxas", "bin/fatbinary",
+                             "nvvm/libdevice/libdevice.10.bc",
+                             "lib64/stubs/libcuda.so"}) {
+      llvm::SmallString<256> path(cudaToolkit.getValue());
+      llvm::sys::path::append(path, tool);
+      if (!llvm::sys::fs::exists(path))
+        return fail("the cuda target needs the CUDA toolkit: no " +
+                    path.str().str() + " (set --cuda-toolkit)");
+    }
+    artifact.cudaToolkit = cudaToolkit;
+  }
   if (failed(mlir::par::buildArtifact(*model, *options, artifact, error)))
     return fail(error);
   llvm::outs() << "par-compile: wrote " << outputDir << "\n";

@@ -28,6 +28,12 @@ struct ArtifactOptions {
   bool reference = true; // also build reference.{json,so}
   /// Linking and temporaries (keepTemps also writes <stem>.llvm.mlir).
   SharedObjectOptions link;
+  /// The cuda target (CompileOptions::target = cuda[:CHIP]): the chip comes
+  /// from the target, the toolkit from here. The sharded program is
+  /// lowered for it and linked against libpar_runtime_gpu.so (in
+  /// link.runtimeLibDir) and libcuda's stub; the reference stays a CPU
+  /// program (par-run --verify runs it on the host).
+  std::string cudaToolkit = "/usr/local/cuda";
 };
 
 /// Builds the artifact of `model` (modified in place by the front half).

@@ -25,10 +25,12 @@ struct StreamOrderPass
     getOperation().walk([&](gpu::WaitOp wait) {
       if (wait.getAsyncToken())
         return; // `gpu.wait async`: the start of a chain, not a sync
-      Operation *next = wait->getNextNode();
-      if (next && isa<func::ReturnOp>(next))
-        return;
-      blocking.push_back(wait);
+      // Only before a call: the runtime's kernels (ordered by the streams)
+      // or another function of the program (which starts its own chain on
+      // the same stream). A host read of a copied value keeps its wait.
+      auto call = dyn_cast_or_null<func::CallOp>(wait->getNextNode());
+      if (call)
+        blocking.push_back(wait);
     });
     for (gpu::WaitOp wait : blocking)
       wait.erase();

@@ -120,6 +120,10 @@ LogicalResult link(StringRef object, StringRef path,
   addLib(options.runtimeLibDir, "par_runtime");
   for (const auto &[dir, name] : options.extraLibs)
     addLib(dir, name);
+  for (const auto &[dir, name] : options.linkOnlyLibs) {
+    args.push_back("-L" + dir);
+    args.push_back("-l" + name);
+  }
   args.push_back("-lm");
   std::vector<StringRef> refs(args.begin(), args.end());
   std::string message;

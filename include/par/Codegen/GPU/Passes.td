@@ -51,8 +51,11 @@ def DeviceMemory : Pass<"par-gpu-device-memory", "ModuleOp"> {
     pool, so a steady-state step allocates nothing from the driver);
     `memref.get_global` (a constant's host copy) becomes a device buffer
     filled by `gpu.memcpy`. Host code must not read or write device
-    memory: a `memref.load`/`memref.store` left outside a kernel is an
-    error naming the op.
+    memory: a `memref.load` left outside a kernel (a loop bound or a
+    branch condition computed on the device) becomes a one-thread kernel
+    copying the element to a device scalar, copied to a host scalar the
+    host then reads (one synchronization); a `memref.store` left outside a
+    kernel is an error naming the op.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect"];
@@ -80,8 +83,11 @@ def StreamOrder : Pass<"par-gpu-stream-order", "func::FuncOp"> {
     blocking with respect to it, so a collective or cuBLAS call is ordered
     after the kernels launched before it and before those launched after
     it without any host synchronization. The pass erases every blocking
-    `gpu.wait` except those right before a return (which make the outputs
-    ready when the function returns, as the calling convention promises).
+    `gpu.wait` right before a call (of the runtime, or of another function
+    of the program, which starts its own chain on the same stream). Those
+    before a return (the outputs are ready when the function returns, as
+    the calling convention promises) and before a host read of a copied
+    value stay.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

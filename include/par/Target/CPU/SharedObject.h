@@ -26,6 +26,9 @@ struct SharedObjectOptions {
   std::string runtimeLibDir;
   /// Further libraries to link, as -L/-l/-rpath triples: {dir, name}.
   std::vector<std::pair<std::string, std::string>> extraLibs;
+  /// Libraries to link without an rpath (libcuda's stub: the real driver
+  /// is the system's), as -L/-l pairs: {dir, name}.
+  std::vector<std::pair<std::string, std::string>> linkOnlyLibs;
   /// Keep the intermediate files (`<stem>.ll`, `<stem>.o`) next to the
   /// shared object.
   bool keepTemps = false;
