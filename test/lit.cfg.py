@@ -43,7 +43,7 @@ llvm_config.add_tool_substitutions(["par-runtime-test", "par-session-test", "llv
 # UNSUPPORTED instead of passing silently.
 #   mpi    mpirun on PATH (multi-rank jobs: test/Runtime, test/e2e)
 #   torch  PyTorch importable by %python (the parity tests' reference)
-#   cuda   a usable NVIDIA GPU (nvidia-smi lists one)
+#   cuda-device  a usable NVIDIA GPU (nvidia-smi lists one); also "cuda"
 #   gtest  the C++ unit tests were built (GoogleTest found)
 #   cuda-toolkit  the CUDA libraries (libpar_runtime_cuda.so,
 #          libpar_runtime_gpu.so) and tools (par-gpu-test, par-gemm-bench)
@@ -62,6 +62,7 @@ if _succeeds([sys.executable, "-c", "import torch"]):
     config.available_features.add("torch")
 if shutil.which("nvidia-smi") and _succeeds(["nvidia-smi", "-L"]):
     config.available_features.add("cuda")
+    config.available_features.add("cuda-device")
 if os.path.exists(os.path.join(config.par_tools_dir, "par-unit-tests")):
     config.available_features.add("gtest")
 llvm_config.add_tool_substitutions(["par-unit-tests"], tool_dirs)
@@ -69,3 +70,4 @@ if str(getattr(config, "par_have_cuda_toolkit", "")).upper() in ("1", "ON", "TRU
     config.available_features.add("cuda-toolkit")
 config.substitutions.append(("%cuda_driver_dir", getattr(config, "par_cuda_driver_dir", "")))
 llvm_config.add_tool_substitutions(["par-gpu-test", "par-gemm-bench"], tool_dirs)
+config.substitutions.append(("%cuda_toolkit", getattr(config, "par_cuda_root", "/usr/local/cuda")))

@@ -88,6 +88,11 @@ int main(int argc, char **argv) {
     if (!mlir::par::parseTarget(options->target, cuda, gpu, why))
       return fail(why);
   }
+  // Top-k selects with loops over single elements on the host.
+  if (cuda && options->compress == "topk")
+    return fail("compress=topk has no cuda lowering (its radix select "
+                "updates tensors element by element in host loops); use "
+                "compress=int8 or compress=sign with --target cuda");
 
   DialectRegistry registry;
   registerAllDialects(registry);

@@ -39,8 +39,6 @@ bool isShapeBuffer(Value buffer) {
   return llvm::all_of(buffer.getUsers(), [&](Operation *user) {
     if (auto store = dyn_cast<memref::StoreOp>(user))
       return store.getMemRef() == buffer && onHost(user);
-    if (auto load = dyn_cast<memref::LoadOp>(user))
-      return onHost(user);
     if (auto reshape = dyn_cast<memref::ReshapeOp>(user))
       return reshape.getShape() == buffer;
     if (auto cast = dyn_cast<memref::CastOp>(user))

@@ -555,8 +555,9 @@ struct CopyToLinalg : OpRewritePattern<memref::CopyOp> {
                                 PatternRewriter &rewriter) const override {
     if (op->getParentOfType<gpu::LaunchOp>())
       return failure();
-    rewriter.replaceOpWithNewOp<linalg::CopyOp>(op, op.getSource(),
-                                                op.getTarget());
+    linalg::CopyOp::create(rewriter, op.getLoc(), ValueRange{op.getSource()},
+                           ValueRange{op.getTarget()});
+    rewriter.eraseOp(op);
     return success();
   }
 };

@@ -36,6 +36,7 @@ def MapLinalgToGPU : Pass<"par-gpu-map-linalg", "ModuleOp"> {
            "block of a reduction kernel">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::affine::AffineDialect",
                            "::mlir::memref::MemRefDialect",
