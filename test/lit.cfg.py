@@ -13,7 +13,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.par_obj_root, "test")
-config.excludes = ["lib", "CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "no-crash.py", "chunk.py", "make_npy.py", "gradcheck.py", "optimcheck.py", "torch_parity.py", "gpt_torch_parity.py", "concurrent_launch.py", "embedding_gather_check.py", "compress_check.py", "compress_train.py", "mpirun.sh"]
+config.excludes = ["lib", "CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "no-crash.py", "chunk.py", "make_npy.py", "gradcheck.py", "optimcheck.py", "torch_parity.py", "gpt_torch_parity.py", "concurrent_launch.py", "embedding_gather_check.py", "compress_check.py", "compress_train.py", "mpirun.sh", "extract_ptx.py", "compare_prints.py"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%par_src_root", config.par_src_root))
@@ -23,8 +23,13 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.par_tools_dir, config.llvm_tools_dir]
-tools = ["par-opt", "par-pipeline-sim", "par-compile", "par-run", "not", "count", "FileCheck", "mlir-translate"]
+tools = ["par-opt", "par-pipeline-sim", "par-compile", "par-run", "not", "count", "FileCheck", "mlir-translate", "mlir-runner"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+# MLIR's JIT runner libraries (mlir-22-tools), for tests that run lowered
+# code in process (mlir-runner -shared-libs=...).
+_llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+for _lib in ["mlir_runner_utils", "mlir_c_runner_utils"]:
+    config.substitutions.append(("%" + _lib, os.path.join(_llvm_lib_dir, "lib" + _lib + ".so")))
 
 # Runtime tests (test/Runtime): MPI jobs on this machine. Open MPI refuses to
 # run as root (containers, CI) unless told, and refuses more ranks than cores

@@ -17,6 +17,7 @@
 
 namespace mlir::par::test {
 void registerTestShardingRulesPass();
+void registerTestEmulateGPULaunchPass();
 } // namespace mlir::par::test
 
 int main(int argc, char **argv) {
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
   mlir::par::registerAllParDialects(registry);
   mlir::par::registerAllParPasses();
   mlir::par::test::registerTestShardingRulesPass();
+  mlir::par::test::registerTestEmulateGPULaunchPass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "par optimizer driver: sharding, partitioning and lowering\n",
       registry));
