@@ -378,6 +378,14 @@ PAR_GPU_EXPORT void mgpuStreamDestroy(void *stream) {
 PAR_GPU_EXPORT void mgpuStreamSynchronize(void *stream) {
   if (pending() || !currentContext("mgpuStreamSynchronize"))
     return;
+  // The legacy stream (every compiled function's): the whole context, so
+  // that the CUDA backend's cuBLAS/NCCL work the function queued on its own
+  // stream (which does not synchronize per call) is complete as well when
+  // the function returns.
+  if (!stream) {
+    check(cuCtxSynchronize(), "mgpuStreamSynchronize", "cuCtxSynchronize");
+    return;
+  }
   check(cuStreamSynchronize(static_cast<CUstream>(stream)),
         "mgpuStreamSynchronize", "cuStreamSynchronize");
 }

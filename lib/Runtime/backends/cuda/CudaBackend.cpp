@@ -25,9 +25,11 @@
 // of the layouts involved), so no device code is compiled and no nvcc is
 // needed. All work runs on one stream per context, created blocking with
 // respect to the legacy default stream so that it is ordered after the
-// kernels a compiled program launched there; every call synchronizes the
-// stream before returning, so outputs are ready and the runtime's timing
-// statistics measure the collective.
+// kernels a compiled program launched there, and the kernels it launches
+// after a call are ordered after the call's work: calls do not synchronize
+// (a compiled function synchronizes the whole context once, when it
+// returns: libpar_runtime_gpu.so's mgpuStreamSynchronize), so the runtime's
+// per-kernel times are enqueue times unless PAR_CUDA_SYNC=1.
 //
 // Matmuls are row-major: cuBLAS is column-major, and a row-major X is the
 // column-major X^T, so C^T = B^T * A^T with the operands swapped.
@@ -37,6 +39,9 @@
 //                    cores (CUBLAS_TF32_TENSOR_OP_MATH): faster, with a
 //                    10-bit mantissa for the products. Off by default (f32
 //                    results then match the CPU backend's to rounding).
+//   PAR_CUDA_SYNC=1  every call synchronizes the stream before returning:
+//                    errors surface at the call that caused them and the
+//                    per-kernel statistics time the device work.
 //
 // Group communicators come from ncclCommSplit of the world communicator
 // (color/key computed by libpar_runtime.so), cached per axes code. The world
@@ -91,6 +96,7 @@ struct State {
   cudaEvent_t commTail = nullptr; // recorded after the last bucket
   std::unordered_set<void *> pendingBuckets; // BucketRequest
   std::string error;
+  bool syncCalls = false; // PAR_CUDA_SYNC=1
 };
 
 State &st(void *state) { return *static_cast<State *>(state); }
@@ -156,13 +162,23 @@ ncclRedOp_t ncclOp(int32_t dtype, int32_t reduction) {
   }
 }
 
-par_status_t sync(State &s, const char *what) {
+/// Waits for the stream (host staging needs the data).
+par_status_t wait(State &s, const char *what) {
   PAR_CUDA_CHECK(s, what, cudaStreamSynchronize(s.stream));
   return PAR_OK;
 }
 
+/// The end of a call: launch errors now; the work itself completes in
+/// stream order (or here, with PAR_CUDA_SYNC=1).
+par_status_t sync(State &s, const char *what) {
+  if (s.syncCalls)
+    return wait(s, what);
+  PAR_CUDA_CHECK(s, what, cudaGetLastError());
+  return PAR_OK;
+}
+
 /// Device staging buffer `which`, grown to at least `bytes`. Growing frees
-/// the old buffer, which is idle: every call synchronizes before returning.
+/// the old buffer, which is idle: cudaFree waits for the device first.
 par_status_t devScratch(State &s, int which, size_t bytes, void *&out) {
   if (s.scratchBytes[which] < bytes) {
     if (s.scratch[which])
@@ -289,6 +305,8 @@ par_status_t create(const par_rt_backend_init_t *init, void **outState,
   if (b != CUBLAS_STATUS_SUCCESS)
     return cleanup("cublasCreate", cublasGetStatusString(b));
   cublasSetStream(s->blas, s->stream);
+  const char *syncEnv = std::getenv("PAR_CUDA_SYNC");
+  s->syncCalls = syncEnv && std::strcmp(syncEnv, "1") == 0;
   const char *tf32 = std::getenv("PAR_CUDA_TF32");
   if (tf32 && std::strcmp(tf32, "1") == 0) {
     b = cublasSetMathMode(s->blas, CUBLAS_TF32_TENSOR_OP_MATH);
@@ -549,14 +567,14 @@ par_status_t hostFallbackMatmul(State &s, const void *a, const void *b,
     PAR_CUDA_CHECK(s, "cudaMemcpyAsync",
                    cudaMemcpyAsync(s.host[2].data(), c, cBytes,
                                    cudaMemcpyDeviceToHost, s.stream));
-  if (par_status_t r = sync(s, "matmul"))
+  if (par_status_t r = wait(s, "matmul"))
     return r;
   hostMatmul(s.host[0].data(), s.host[1].data(), s.host[2].data(), M, N, K,
              dtype, accumulate);
   PAR_CUDA_CHECK(s, "cudaMemcpyAsync",
                  cudaMemcpyAsync(c, s.host[2].data(), cBytes,
                                  cudaMemcpyHostToDevice, s.stream));
-  return sync(s, "matmul");
+  return wait(s, "matmul"); // the host buffers are reused by the next call
 }
 
 par_status_t matmul(void *state, const void *a, const void *b, void *c,
