@@ -7,9 +7,9 @@
 //   bf16  par_rt_k_batch_matmul_mixed, bf16 A and B, f32 C (f32 accumulate)
 //   f32   par_rt_k_matmul (par_rt_k_batch_matmul for --batch > 1)
 //
-// reporting TFLOP/s = 2*batch*M*N*K / seconds per call. Each call
-// synchronizes the backend's stream before it returns (the kernels' ABI), so
-// a call's time includes that synchronization, as in a compiled program.
+// reporting TFLOP/s = 2*batch*M*N*K / seconds per call. Calls queue on the
+// backend's stream without synchronizing (as in a compiled program); the
+// timed loop ends with a context synchronize, so the time is the device's.
 // PAR_CUDA_TF32=1 lets the f32 GEMM use TF32 tensor cores.
 //
 //   par-gemm-bench [--shape MxNxK]... [--batch B] [--iters N] [--warmup N]
