@@ -235,3 +235,22 @@ func.func @mixed(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<8x16xf3
   linalg.matmul ins(%ha, %hb : memref<8x4xf16>, memref<4x16xf16>) outs(%h : memref<8x16xf16>)
   return
 }
+
+// Tests that a zero fill right before a GEMM is folded into it (accumulate
+// 0, the fill erased), and that one with a write of C in between is not.
+// CHECK-LABEL: func.func @zero_fill
+// CHECK-NOT:     linalg.fill
+// CHECK:         call @par_rt_k_matmul({{.*}}, %c0_i32{{(_[0-9]+)?}})
+// CHECK:         linalg.fill
+// CHECK:         memref.store
+// CHECK:         call @par_rt_k_matmul({{.*}}, %c1_i32{{(_[0-9]+)?}})
+func.func @zero_fill(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>, %v: f32) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  %i = arith.constant 0 : index
+  memref.store %v, %c[%i, %i] : memref<8x16xf32>
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  return
+}

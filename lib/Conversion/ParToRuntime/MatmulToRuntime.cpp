@@ -13,6 +13,7 @@
 #include "par/Conversion/ParToRuntime/RuntimeABI.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseSet.h"
 
 #define DEBUG_TYPE "par-matmul-to-runtime"
@@ -159,6 +160,26 @@ std::optional<BatchGemm> matchBatchGemm(linalg::GenericOp op) {
   return g;
 }
 
+/// 0 when `c` was just zero-filled (a linalg.fill of a float zero writing
+/// exactly `c`, only ops without memory effects between it and `op`): the
+/// fill is erased and the GEMM overwrites C (beta = 0) instead of adding
+/// to zeros, one pass over C less. 1 (accumulate) otherwise.
+int64_t accumulateOrFoldFill(Operation *op, Value c) {
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(prev)) {
+      if (fill.hasPureBufferSemantics() && fill.getOutputs()[0] == c &&
+          matchPattern(fill.getInputs()[0], m_AnyZeroFloat())) {
+        fill.erase();
+        return 0;
+      }
+      return 1;
+    }
+    if (!isMemoryEffectFree(prev))
+      return 1;
+  }
+  return 1;
+}
+
 struct MatmulToRuntimePass
     : public mlir::par::impl::MatmulToRuntimeBase<MatmulToRuntimePass> {
   void runOnOperation() override {
@@ -200,6 +221,7 @@ struct MatmulToRuntimePass
       auto dtypeOf = [&](Value v) {
         return i32(*getRuntimeDType(cast<MemRefType>(v.getType()).getElementType()));
       };
+      int64_t accumulate = accumulateOrFoldFill(op, op->getOperand(2));
       if (g.mixed) {
         emitRuntimeCall(b, loc, op, "par_rt_k_batch_matmul_mixed",
                         {emitBufferAddress(b, loc, lhs),
@@ -207,7 +229,7 @@ struct MatmulToRuntimePass
                          emitBufferAddress(b, loc, op->getOperand(2)),
                          i64(g.batch), i64(g.M), i64(g.N), i64(g.K),
                          i32(g.transA), i32(g.transB), dtypeOf(lhs),
-                         dtypeOf(rhs), i32(/*accumulate=*/1)});
+                         dtypeOf(rhs), i32(accumulate)});
         op.erase();
         continue;
       }
@@ -217,7 +239,7 @@ struct MatmulToRuntimePass
                        emitBufferAddress(b, loc, op->getOperand(2)),
                        i64(g.batch), i64(g.M), i64(g.N), i64(g.K),
                        i32(g.transA), i32(g.transB),
-                       i32(*getRuntimeDType(elt)), i32(/*accumulate=*/1)});
+                       i32(*getRuntimeDType(elt)), i32(accumulate)});
       op.erase();
     }
     for (linalg::MatmulOp op : matmuls) {
@@ -236,13 +258,14 @@ struct MatmulToRuntimePass
       };
       Type ta = at.getElementType(),
            tb = cast<MemRefType>(bm.getType()).getElementType();
+      int64_t accumulate = accumulateOrFoldFill(op, c);
       if (ta != ct.getElementType() || tb != ct.getElementType()) {
         emitRuntimeCall(b, loc, op, "par_rt_k_batch_matmul_mixed",
                         {emitBufferAddress(b, loc, a),
                          emitBufferAddress(b, loc, bm),
                          emitBufferAddress(b, loc, c), i64(1), i64(M), i64(N),
                          i64(K), i32(0), i32(0), i32(*getRuntimeDType(ta)),
-                         i32(*getRuntimeDType(tb)), i32(/*accumulate=*/1)});
+                         i32(*getRuntimeDType(tb)), i32(accumulate)});
         op.erase();
         continue;
       }
@@ -251,7 +274,7 @@ struct MatmulToRuntimePass
                        emitBufferAddress(b, loc, bm),
                        emitBufferAddress(b, loc, c), i64(M), i64(N), i64(K),
                        i32(*getRuntimeDType(at.getElementType())),
-                       i32(/*accumulate=*/1)});
+                       i32(accumulate)});
       op.erase();
     }
   }

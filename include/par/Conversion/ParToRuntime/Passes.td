@@ -40,7 +40,9 @@ def MatmulToRuntime : Pass<"par-matmul-to-runtime", "ModuleOp"> {
   let description = [{
     A `linalg.matmul` on contiguous, static f32 or f64 memrefs with the
     default indexing maps becomes `par_rt_k_matmul(a, b, c, M, N, K, dtype,
-    accumulate=1)` (OpenBLAS on the CPU backend, cuBLAS on CUDA). A
+    accumulate)` (OpenBLAS on the CPU backend, cuBLAS on CUDA); accumulate
+    is 0 (C overwritten, the fill erased) when C was zero-filled right before
+    with nothing touching memory between, 1 otherwise. A
     `linalg.generic` that is a batch of GEMMs (body `acc + a * b`, one
     reduction loop, leading batch loops shared by all three operands, each
     operand's last two dims a possibly transposed matrix) becomes
