@@ -281,13 +281,14 @@ big=artifacts/gpt-d2048-bf16
 [ "$DRY" = 1 ] || cp "$PACK/$big/model.json" "$OUT/model-d2048.json"
 run batch 60 PY torch_gpt.py batch --model "$big/model.json" --out "$OUT/batch"
 verdict batch
+# PyTorch first (about a minute): par gets what is left of the budget.
+run train-torch 150 PY torch_gpt.py train --model "$big/model.json" --batch-dir "$OUT/batch" \
+  --steps "$TORCH_STEPS" --warmup "$TORCH_WARMUP" --attention math,sdpa --json "$OUT/train-torch.json"
+verdict train-torch
 run train-par 240 PAR bin/par-run -n 1 "$big" --backend cuda --entry gpt_step --steps "$PAR_STEPS" \
   --input "arg0=$OUT/batch/tokens.npy" --input "arg1=$OUT/batch/targets.npy" \
   --loss-csv "$OUT/train-par-loss.csv"
 verdict train-par
-run train-torch 180 PY torch_gpt.py train --model "$big/model.json" --batch-dir "$OUT/batch" \
-  --steps "$TORCH_STEPS" --warmup "$TORCH_WARMUP" --attention math,sdpa --json "$OUT/train-torch.json"
-verdict train-torch
 
 # --- 6. NCCL, one rank ---------------------------------------------------------
 echo "check.sh: 6. NCCL with one rank"

@@ -503,9 +503,14 @@ def cmd_report(args):
         json.dump(res, fh, indent=1)
 
     lines = []
-    lines.append("par GPU check: %d PASS, %d FAIL, %d SKIP"
-                 % tuple(sum(1 for s in status if s["verdict"] == v)
-                         for v in ("PASS", "FAIL", "SKIP")))
+    func = [s for s in status if not s["check"].startswith("target-")]
+    targ = [s for s in status if s["check"].startswith("target-")]
+    lines.append("par GPU check: %d PASS, %d FAIL, %d SKIP; targets (informational): "
+                 "%d met, %d missed"
+                 % (tuple(sum(1 for s in func if s["verdict"] == v)
+                          for v in ("PASS", "FAIL", "SKIP"))
+                    + tuple(sum(1 for s in targ if s["verdict"] == v)
+                            for v in ("PASS", "FAIL"))))
     for s in status:
         lines.append("  %-4s %-24s %s" % (s["verdict"], s["check"], s["detail"]))
     w = max([len(r[0]) for r in rows] + [6])
