@@ -223,6 +223,14 @@ glibc=$(elves | grep -v /lib/compat/ | xargs objdump -T 2>/dev/null | grep -o 'G
 glibcxx=$(elves | grep -v /lib/compat/ | xargs objdump -T 2>/dev/null | grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -1)
 compat_glibc=$(find "$OUT/lib/compat" -type f | xargs -r objdump -T 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
 
+# A par-run from before `par-run --backend cuda` refuses every cuda
+# artifact: the check's GPU runs would all fail.
+warning=""
+if grep -q "par-compile has no GPU target yet" "$OUT/bin/par-run"; then
+  warning="this par-run refuses cuda artifacts (built before par-run --backend cuda): the GPU runs of check.sh will fail; rebuild par and the pack"
+  echo "pack-gpu-run.sh: warning: $warning" >&2
+fi
+
 # --- MANIFEST.txt ------------------------------------------------------------
 commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=$(git -C "$REPO" status --porcelain 2>/dev/null | grep -qv '^??' && echo "+changes" || true)
@@ -233,6 +241,7 @@ dirty=$(git -C "$REPO" status --porcelain 2>/dev/null | grep -qv '^??' && echo "
   echo "#   glibc >= ${glibc#GLIBC_}, libstdc++ with $glibcxx (else lib/compat's, which needs glibc >= ${compat_glibc#GLIBC_}),"
   echo "#   python3 and PyTorch 2.x with CUDA"
   echo "# run: bash check.sh OUTDIR   (bash check.sh --dry-run OUTDIR: what it would run)"
+  [ -z "$warning" ] || echo "# warning: $warning"
   echo "# path size sha256"
   (cd "$OUT" && find . -type f ! -name MANIFEST.txt | sed 's|^\./||' | sort | while read -r f; do
      printf '%s %s %s\n' "$f" "$(stat -c %s "$f")" "$(sha256sum "$f" | cut -d' ' -f1)"

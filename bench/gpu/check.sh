@@ -90,6 +90,7 @@ if [ "$missing" -gt 0 ]; then
   exit 1
 fi
 echo "check.sh: pack $PACK: $files files, sizes and sha256 as in MANIFEST.txt"
+sed -n 's/^# warning: /check.sh: warning: /p' "$PACK/MANIFEST.txt"
 if grep -q '"quick": true' "$PACK/artifacts/gpt-d2048-bf16/model.json"; then
   echo "check.sh: note: a --quick pack: the timing model is a small stand-in, not d_model 2048"
 fi
