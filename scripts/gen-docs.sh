@@ -11,7 +11,8 @@ cp build/docs/Par/ParDialect.md docs/Dialect.md
   echo "# par passes"
   for lib in ParTraining:Training ParPipelining:Pipelining \
              ParTransforms:Dialect/Par/Transforms ParTargetManifest:Target/Manifest \
-             ParCodegenCPU:Codegen/CPU ParToRuntime:Conversion/ParToRuntime; do
+             ParCodegenCPU:Codegen/CPU ParToRuntime:Conversion/ParToRuntime \
+             ParCodegenGPU:Codegen/GPU; do
     name=${lib%%:*}; dir=${lib#*:}
     echo
     echo "## lib/$dir"

@@ -302,7 +302,10 @@ void mlir::par::buildLowerGPUPhase(OpPassManager &pm,
                                    const GPUTargetOptions &options) {
   // Contiguous matmuls to cuBLAS through the runtime's kernel ABI, as on
   // the CPU (to BLAS).
-  pm.addPass(createMatmulToRuntime());
+  // A zero fill of C right before a GEMM folds into it (beta = 0).
+  MatmulToRuntimeOptions matmul;
+  matmul.foldZeroFill = true;
+  pm.addPass(createMatmulToRuntime(matmul));
   math::MathExpandOpsPassOptions expand;
   expand.opMnemonics = {"tanh"};
   pm.addNestedPass<func::FuncOp>(math::createMathExpandOpsPass(expand));

@@ -1,4 +1,5 @@
 // RUN: par-opt %s --par-matmul-to-runtime | FileCheck %s
+// RUN: par-opt %s --par-matmul-to-runtime=fold-zero-fill=true | FileCheck %s --check-prefix=FOLD
 
 // Tests that a contiguous f32 matmul on buffers calls the runtime's BLAS
 // kernel with M, N, K, the dtype code and accumulate = 1, and that an i32
@@ -236,13 +237,17 @@ func.func @mixed(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<8x16xf3
   return
 }
 
-// Tests that a zero fill right before a GEMM is folded into it (accumulate
-// 0, the fill erased), and that one with a write of C in between is not.
+// Tests that with fold-zero-fill (the cuda target's) a zero fill right
+// before a GEMM is folded into it (accumulate 0, the fill erased), that one
+// with a write of C in between is not, and that by default nothing folds.
+// FOLD-LABEL: func.func @zero_fill
+// FOLD-NOT:     linalg.fill
+// FOLD:         call @par_rt_k_matmul({{.*}}, %c0_i32{{(_[0-9]+)?}})
+// FOLD:         linalg.fill
+// FOLD:         memref.store
+// FOLD:         call @par_rt_k_matmul({{.*}}, %c1_i32{{(_[0-9]+)?}})
 // CHECK-LABEL: func.func @zero_fill
-// CHECK-NOT:     linalg.fill
-// CHECK:         call @par_rt_k_matmul({{.*}}, %c0_i32{{(_[0-9]+)?}})
 // CHECK:         linalg.fill
-// CHECK:         memref.store
 // CHECK:         call @par_rt_k_matmul({{.*}}, %c1_i32{{(_[0-9]+)?}})
 func.func @zero_fill(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>, %v: f32) {
   %zero = arith.constant 0.0 : f32

@@ -164,7 +164,9 @@ std::optional<BatchGemm> matchBatchGemm(linalg::GenericOp op) {
 /// exactly `c`, only ops without memory effects between it and `op`): the
 /// fill is erased and the GEMM overwrites C (beta = 0) instead of adding
 /// to zeros, one pass over C less. 1 (accumulate) otherwise.
-int64_t accumulateOrFoldFill(Operation *op, Value c) {
+int64_t accumulateOrFoldFill(Operation *op, Value c, bool fold) {
+  if (!fold)
+    return 1;
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
     if (auto fill = dyn_cast<linalg::FillOp>(prev)) {
       if (fill.hasPureBufferSemantics() && fill.getOutputs()[0] == c &&
@@ -182,6 +184,7 @@ int64_t accumulateOrFoldFill(Operation *op, Value c) {
 
 struct MatmulToRuntimePass
     : public mlir::par::impl::MatmulToRuntimeBase<MatmulToRuntimePass> {
+  using MatmulToRuntimeBase::MatmulToRuntimeBase;
   void runOnOperation() override {
     SmallVector<linalg::MatmulOp> matmuls;
     getOperation().walk([&](linalg::MatmulOp op) {
@@ -221,7 +224,7 @@ struct MatmulToRuntimePass
       auto dtypeOf = [&](Value v) {
         return i32(*getRuntimeDType(cast<MemRefType>(v.getType()).getElementType()));
       };
-      int64_t accumulate = accumulateOrFoldFill(op, op->getOperand(2));
+      int64_t accumulate = accumulateOrFoldFill(op, op->getOperand(2), foldZeroFill);
       if (g.mixed) {
         emitRuntimeCall(b, loc, op, "par_rt_k_batch_matmul_mixed",
                         {emitBufferAddress(b, loc, lhs),
@@ -258,7 +261,7 @@ struct MatmulToRuntimePass
       };
       Type ta = at.getElementType(),
            tb = cast<MemRefType>(bm.getType()).getElementType();
-      int64_t accumulate = accumulateOrFoldFill(op, c);
+      int64_t accumulate = accumulateOrFoldFill(op, c, foldZeroFill);
       if (ta != ct.getElementType() || tb != ct.getElementType()) {
         emitRuntimeCall(b, loc, op, "par_rt_k_batch_matmul_mixed",
                         {emitBufferAddress(b, loc, a),

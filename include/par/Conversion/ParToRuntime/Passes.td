@@ -41,8 +41,11 @@ def MatmulToRuntime : Pass<"par-matmul-to-runtime", "ModuleOp"> {
     A `linalg.matmul` on contiguous, static f32 or f64 memrefs with the
     default indexing maps becomes `par_rt_k_matmul(a, b, c, M, N, K, dtype,
     accumulate)` (OpenBLAS on the CPU backend, cuBLAS on CUDA); accumulate
-    is 0 (C overwritten, the fill erased) when C was zero-filled right before
-    with nothing touching memory between, 1 otherwise. A
+    is 1, or with `fold-zero-fill` 0 (C overwritten, the fill erased) when C
+    was zero-filled right before with nothing touching memory between. The
+    cuda target folds (a pass over C less per GEMM); the CPU does not, since
+    OpenBLAS picks other kernels for beta = 0, whose float rounding differs
+    from today's trajectories. A
     `linalg.generic` that is a batch of GEMMs (body `acc + a * b`, one
     reduction loop, leading batch loops shared by all three operands, each
     operand's last two dims a possibly transposed matrix) becomes
@@ -52,6 +55,10 @@ def MatmulToRuntime : Pass<"par-matmul-to-runtime", "ModuleOp"> {
     `par_rt_k_batch_matmul_mixed`, which widens the inputs exactly and runs
     the f32 GEMM. Other contractions are left for loop lowering.
   }];
+  let options = [
+    Option<"foldZeroFill", "fold-zero-fill", "bool", /*default=*/"false",
+           "Fold a zero fill of C right before a GEMM into it (accumulate 0)">,
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];
