@@ -42,6 +42,20 @@ double toleranceFor(double rtol, par_dtype_t dtype,
   return t;
 }
 
+double toleranceFor(double rtol, par_dtype_t dtype,
+                    const std::string &computeType, bool gpu) {
+  double t = toleranceFor(rtol, dtype, computeType);
+  if (rtol >= 0 || !gpu || t == 0)
+    return t; // given, a CPU program, or integers (exact everywhere)
+  if (dtype == PAR_BF16 || computeType == "bf16")
+    return std::max(t, 2e-2);
+  if (dtype == PAR_F16 || computeType == "f16")
+    return std::max(t, 1e-2);
+  if (dtype == PAR_F64)
+    return std::max(t, 1e-10);
+  return std::max(t, 1e-4);
+}
+
 TensorDiff compareTensors(const Tensor &t, const void *actual,
                           const void *expected) {
   TensorDiff d;

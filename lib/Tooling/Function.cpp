@@ -1,7 +1,8 @@
 //===- Function.cpp - C++ conveniences over the session API ---------------===//
 //
 // Copies the session's C structs into the tooling's value types once per
-// lookup; calls go straight to par_function_call.
+// lookup; calls go straight to par_function_call or, on session buffers,
+// par_function_call_buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,78 @@ namespace par::tooling {
 Buffer zeroBuffer(int64_t bytes) {
   return Buffer(std::max<int64_t>(1, bytes), 0);
 }
+
+SessionBuffer::SessionBuffer(par_session_t *session, int64_t bytes)
+    : session(session), size(bytes) {
+  check(par_session_buffer_alloc(session, bytes, &buffer));
+}
+
+SessionBuffer::~SessionBuffer() {
+  if (buffer)
+    par_session_buffer_free(session, buffer);
+}
+
+SessionBuffer &SessionBuffer::operator=(SessionBuffer &&o) noexcept {
+  if (this != &o) {
+    if (buffer)
+      par_session_buffer_free(session, buffer);
+    session = o.session;
+    buffer = o.buffer;
+    size = o.size;
+    o.buffer = nullptr;
+    o.size = 0;
+  }
+  return *this;
+}
+
+void SessionBuffer::check(par_status_t s) const {
+  if (s != PAR_OK)
+    fatal(par_session_last_error(session));
+}
+
+void *SessionBuffer::data() const {
+  return buffer ? par_buffer_data(buffer) : nullptr;
+}
+
+void SessionBuffer::upload(const void *src, int64_t bytes) {
+  check(par_session_buffer_upload(session, buffer, src, bytes));
+}
+
+void SessionBuffer::download(void *dst, int64_t bytes) const {
+  check(par_session_buffer_download(session, buffer, dst, bytes));
+}
+
+Buffer SessionBuffer::download() const {
+  Buffer b = zeroBuffer(size);
+  if (buffer)
+    download(b.data(), size);
+  return b;
+}
+
+double SessionBuffer::scalar(par_dtype_t dtype) const {
+  char value[16] = {0};
+  download(value, par_dtype_info(dtype)->element_size);
+  return par_dtype_load(dtype, value, 0);
+}
+
+void SessionBuffer::copyFrom(const SessionBuffer &src) {
+  check(par_session_buffer_copy(session, buffer, src.buffer, size));
+}
+
+void SessionBuffer::zero() { check(par_session_buffer_zero(session, buffer)); }
+
+HostContextScope::HostContextScope(bool needed) {
+  if (!needed)
+    return;
+  par_rt_options_t o;
+  par_rt_options_initialize(&o);
+  o.backend = PAR_BACKEND_CPU;
+  o.world = PAR_WORLD_LOCAL;
+  checkRuntime(par_rt_context_create(&o, nullptr, nullptr, &ctx), ctx,
+               "cannot start a CPU context for the reference");
+}
+
+HostContextScope::~HostContextScope() { par_rt_context_destroy(ctx); }
 
 bool Tensor::sameLayout(const Tensor &o) const {
   return dtype == o.dtype && local == o.local && dims == o.dims &&
@@ -169,6 +242,49 @@ std::vector<Buffer> Function::call(const std::vector<Buffer> &args) const {
   return call(ptrs);
 }
 
+void Function::callBuffers(const std::vector<const SessionBuffer *> &args,
+                           const std::vector<SessionBuffer *> &outs) const {
+  if (args.size() != inputs.size() || outs.size() != outputs.size())
+    fatal("'" + name + "' takes " + std::to_string(inputs.size()) +
+          " arguments and " + std::to_string(outputs.size()) +
+          " results, not " + std::to_string(args.size()) + " and " +
+          std::to_string(outs.size()));
+  std::vector<par_buffer_t *> in, out;
+  for (const SessionBuffer *b : args)
+    in.push_back(b->get());
+  for (SessionBuffer *b : outs)
+    out.push_back(b->get());
+  check(par_function_call_buffers(fn, in.data(), out.data()));
+}
+
+std::vector<SessionBuffer>
+Function::callBuffers(const std::vector<const SessionBuffer *> &args) const {
+  std::vector<SessionBuffer> outs;
+  std::vector<SessionBuffer *> ptrs;
+  for (size_t k = 0; k < outputs.size(); ++k)
+    outs.push_back(buffer(PAR_OUTPUT, k));
+  for (SessionBuffer &b : outs)
+    ptrs.push_back(&b);
+  callBuffers(args, ptrs);
+  return outs;
+}
+
+SessionBuffer Function::buffer(par_io_t io, size_t index) const {
+  const Tensor &t = io == PAR_INPUT ? inputs[index] : outputs[index];
+  return SessionBuffer(session, t.localBytes());
+}
+
+SessionBuffer Function::upload(par_io_t io, size_t index,
+                               const Buffer &local) const {
+  SessionBuffer b = buffer(io, index);
+  b.upload(local.data(), b.bytes());
+  return b;
+}
+
+std::string Function::target() const { return par_session_target(session); }
+
+bool Function::onDevice() const { return par_session_on_device(session); }
+
 Buffer Function::scatter(par_io_t io, size_t index,
                          const Buffer &global) const {
   const Tensor &t = io == PAR_INPUT ? inputs[index] : outputs[index];
@@ -217,6 +333,8 @@ par_pipeline_info_t Session::pipeline() const {
 std::string Session::manifestPath() const {
   return par_session_manifest_path(session);
 }
+
+std::string Session::target() const { return par_session_target(session); }
 
 } // namespace par::tooling
 

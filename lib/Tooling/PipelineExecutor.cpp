@@ -6,6 +6,20 @@
 // arguments come from the corpus (--data) or, without one, from the
 // generator's values of the unpipelined step's m-fold arguments.
 //
+// Residency: parameters, optimizer and loss-scale state, compression
+// buffers, activations, stashed stage inputs and gradients live in session
+// buffers (device memory for a GPU program; host memory for a CPU one, the
+// same path), transfers send and receive them in place, and the update's
+// results replace the parameters and state by swapping buffers. What
+// crosses to the host each step: the data arguments (in, per call), the
+// last stage's loss (out, per micro-batch), loss scaling's scale and
+// finite flag (one element each), and the parameter gradients of each
+// backward (out, per micro-batch), which the host sums over the
+// micro-batches as before (the programs have no kernel that adds two
+// buffers; the sums go back in once per step, before the update). The
+// trained parameters and state come out once, after training, for
+// sampling and the error norm.
+//
 //===----------------------------------------------------------------------===//
 
 #include "par/Tooling/PipelineExecutor.h"
@@ -49,20 +63,26 @@ struct StageProgram {
   /// gradients.
   Function gradInput, gradWeight;
   /// Parameter buffers by the split function's argument index.
-  std::map<int64_t, Buffer> params;
+  std::map<int64_t, SessionBuffer> params;
   /// The update's state arguments (after params and grads), and the sums
-  /// of the gradients over the micro-batches.
-  std::vector<Buffer> state, gradSum;
+  /// of the gradients over the micro-batches (on the host, and where the
+  /// update reads them).
+  std::vector<SessionBuffer> state;
+  std::vector<Buffer> gradSum;
+  std::vector<SessionBuffer> gradSumBuf;
+  /// The update's results; after a call the parameters' and state's swap
+  /// with the kept buffers.
+  std::vector<SessionBuffer> updateOut;
   /// Indices (into fwd's arguments) of the parameters, in update order.
   std::vector<size_t> paramArgs;
 };
 
 /// A call's arguments: pointers to kept buffers and to ones made for it.
 struct CallArgs {
-  std::deque<Buffer> made;
-  std::vector<const Buffer *> ptrs;
-  void add(const Buffer *b) { ptrs.push_back(b); }
-  void add(Buffer b) {
+  std::deque<SessionBuffer> made;
+  std::vector<const SessionBuffer *> ptrs;
+  void add(const SessionBuffer *b) { ptrs.push_back(b); }
+  void add(SessionBuffer b) {
     made.push_back(std::move(b));
     ptrs.push_back(&made.back());
   }
@@ -103,17 +123,18 @@ private:
   void prepareCommunicators();
   void initStage(int64_t s);
   void printHeader();
-  CallArgs stageArgs(int64_t s, int64_t step, int64_t mb, const Buffer *x,
-                     const Buffer *dy);
+  CallArgs stageArgs(int64_t s, int64_t step, int64_t mb,
+                     const SessionBuffer *x, const SessionBuffer *dy);
   Buffer dataArg(const Function &fs, size_t j, int64_t orig, int64_t s,
                  int64_t step, int64_t mb);
-  Buffer takeOutputGradient(const pl::Action &a, const char *what);
-  Buffer unstash(const pl::Action &a);
-  std::vector<Buffer> callBackward(const Function &fn, const pl::Action &a,
-                                   int64_t step, const Buffer &x,
-                                   const Buffer &dy);
+  SessionBuffer takeOutputGradient(const pl::Action &a, const char *what);
+  SessionBuffer unstash(const pl::Action &a);
+  std::vector<SessionBuffer> callBackward(const Function &fn,
+                                          const pl::Action &a, int64_t step,
+                                          const SessionBuffer &x,
+                                          const SessionBuffer &dy);
   void accumulate(StageProgram &st, const Function &fn,
-                  const std::vector<Buffer> &outs);
+                  const std::vector<SessionBuffer> &outs);
   void runForward(const pl::Action &a, int64_t step);
   void runBackward(const pl::Action &a, int64_t step);
   void runBackwardInput(const pl::Action &a, int64_t step);
@@ -141,14 +162,15 @@ private:
   std::vector<int64_t> coords;
   DataLoader data;
   Function stepSpec; // the unpipelined step (no --data)
-  std::map<Key, Buffer> acts, grads, stash, dyStash;
-  std::list<Buffer> inFlight; // buffers of unfinished sends
+  std::map<Key, SessionBuffer> acts, grads, stash, dyStash;
+  std::list<SessionBuffer> inFlight; // buffers of unfinished sends
   double lossSum = 0;
   // Loss scaling: every stage update carries the scale state (identical on
   // all ranks: the decision is global); the first local stage's is read.
   bool scaling = false;
   bool lastTaken = true;
   double nextScale = NAN;
+  double stepScale = NAN; // the scale this step runs with
   std::vector<double> decisions;
   size_t peakStash = 0, peakStashBytes = 0, stashBytes = 0;
   TraceRecorder trace;
@@ -296,14 +318,20 @@ void PipelineRun::initStage(int64_t s) {
       fatal("manifest: parameter arg" + std::to_string(orig) + " of stage " +
             std::to_string(s) + " is not an argument of its forward");
     st.paramArgs.push_back(it - st.fwd.stageArgs.begin());
-    st.params[orig] =
-        u.scatter(PAR_INPUT, j, generateGlobal(u.inputs[j], o.seed, orig));
+    st.params[orig] = u.upload(
+        PAR_INPUT, j,
+        u.scatter(PAR_INPUT, j, generateGlobal(u.inputs[j], o.seed, orig)));
   }
   for (size_t i = 2 * P; i < u.inputs.size(); ++i)
-    st.state.push_back(
-        u.scatter(PAR_INPUT, i, generateGlobal(u.inputs[i], o.seed, 0)));
-  for (size_t j = 0; j < P; ++j)
+    st.state.push_back(u.upload(
+        PAR_INPUT, i,
+        u.scatter(PAR_INPUT, i, generateGlobal(u.inputs[i], o.seed, 0))));
+  for (size_t j = 0; j < P; ++j) {
     st.gradSum.push_back(zeroBuffer(u.inputs[P + j].localBytes()));
+    st.gradSumBuf.push_back(u.buffer(PAR_INPUT, P + j));
+  }
+  for (size_t k = 0; k < u.outputs.size(); ++k)
+    st.updateOut.push_back(u.buffer(PAR_OUTPUT, k));
 }
 
 void PipelineRun::printHeader() {
@@ -337,7 +365,7 @@ Buffer PipelineRun::dataArg(const Function &fs, size_t j, int64_t orig,
             std::to_string(orig) + "), but the stage updates carry no scale "
             "state");
     Buffer g = zeroBuffer(t.globalBytes());
-    par_dtype_store(t.dtype, g.data(), 0, lossScale());
+    par_dtype_store(t.dtype, g.data(), 0, stepScale);
     return fs.scatter(PAR_INPUT, j, g);
   }
   if (o.data.empty()) {
@@ -365,7 +393,8 @@ Buffer PipelineRun::dataArg(const Function &fs, size_t j, int64_t orig,
 
 /// The arguments of stage s's forward (or, with dy, backward) for mb.
 CallArgs PipelineRun::stageArgs(int64_t s, int64_t step, int64_t mb,
-                                const Buffer *x, const Buffer *dy) {
+                                const SessionBuffer *x,
+                                const SessionBuffer *dy) {
   StageProgram &st = stages[s];
   const Function &fs = dy || s + 1 == S ? st.grad : st.fwd;
   CallArgs args;
@@ -375,7 +404,7 @@ CallArgs PipelineRun::stageArgs(int64_t s, int64_t step, int64_t mb,
     if (it != st.params.end())
       args.add(&it->second);
     else
-      args.add(dataArg(fs, j, orig, s, step, mb));
+      args.add(fs.upload(PAR_INPUT, j, dataArg(fs, j, orig, s, step, mb)));
   }
   if (s > 0)
     args.add(x);
@@ -386,33 +415,36 @@ CallArgs PipelineRun::stageArgs(int64_t s, int64_t step, int64_t mb,
 
 /// The gradient of stage a.stage's output for a.mb (none for the last
 /// stage).
-Buffer PipelineRun::takeOutputGradient(const pl::Action &a, const char *what) {
+SessionBuffer PipelineRun::takeOutputGradient(const pl::Action &a,
+                                             const char *what) {
   if (a.stage + 1 >= S)
-    return Buffer();
+    return SessionBuffer();
   auto it = grads.find({a.mb, a.stage + 1});
   if (it == grads.end())
     fatal("pipeline: " + mbStage(what, a) + " has no output gradient");
-  Buffer dy = std::move(it->second);
+  SessionBuffer dy = std::move(it->second);
   grads.erase(it);
   return dy;
 }
 
-/// Adds the parameter gradients (results 1..P of `fn`) to the sums.
+/// Adds the parameter gradients (results 1..P of `fn`) to the sums, on the
+/// host (a round trip per backward: see the file comment).
 void PipelineRun::accumulate(StageProgram &st, const Function &fn,
-                             const std::vector<Buffer> &outs) {
+                             const std::vector<SessionBuffer> &outs) {
   for (size_t j = 0; j < st.paramArgs.size(); ++j) {
     const Tensor &t = fn.outputs[1 + j];
     char *sum = st.gradSum[j].data();
+    Buffer g = outs[1 + j].download();
     for (int64_t i = 0; i < t.localCount; ++i)
       par_dtype_store(t.dtype, sum, i,
                       par_dtype_load(t.dtype, sum, i) +
-                          par_dtype_load(t.dtype, outs[1 + j].data(), i));
+                          par_dtype_load(t.dtype, g.data(), i));
   }
 }
 
 void PipelineRun::runForward(const pl::Action &a, int64_t step) {
   Key key{a.mb, a.stage};
-  Buffer x;
+  SessionBuffer x;
   if (a.stage > 0) {
     auto it = acts.find(key);
     if (it == acts.end())
@@ -421,44 +453,44 @@ void PipelineRun::runForward(const pl::Action &a, int64_t step) {
     acts.erase(it);
   }
   StageProgram &st = stages[a.stage];
-  std::vector<Buffer> outs =
-      st.fwd.call(stageArgs(a.stage, step, a.mb, &x, nullptr).ptrs);
+  std::vector<SessionBuffer> outs =
+      st.fwd.callBuffers(stageArgs(a.stage, step, a.mb, &x, nullptr).ptrs);
   if (a.stage + 1 == S) {
     const Tensor &loss = stages[S - 1].fwd.outputs[0];
-    lossSum += par_dtype_load(loss.dtype, outs[0].data(), 0);
+    lossSum += outs[0].scalar(loss.dtype);
   } else {
     acts[{a.mb, a.stage + 1}] = std::move(outs[0]);
   }
-  stashBytes += x.size();
+  stashBytes += x.bytes();
   stash[key] = std::move(x);
   peakStash = std::max(peakStash, stash.size());
   peakStashBytes = std::max(peakStashBytes, stashBytes);
 }
 
 /// Takes stage input (a.mb, a.stage) out of the stash.
-Buffer PipelineRun::unstash(const pl::Action &a) {
+SessionBuffer PipelineRun::unstash(const pl::Action &a) {
   Key key{a.mb, a.stage};
-  Buffer x = std::move(stash[key]);
-  stashBytes -= x.size();
+  SessionBuffer x = std::move(stash[key]);
+  stashBytes -= x.bytes();
   stash.erase(key);
   return x;
 }
 
 /// Calls a backward function `fn` of a.stage on stage input x and (but for
 /// the last stage) output gradient dy.
-std::vector<Buffer> PipelineRun::callBackward(const Function &fn,
-                                              const pl::Action &a,
-                                              int64_t step, const Buffer &x,
-                                              const Buffer &dy) {
-  const Buffer *dyArg = a.stage + 1 < S ? &dy : nullptr;
-  return fn.call(stageArgs(a.stage, step, a.mb, &x, dyArg).ptrs);
+std::vector<SessionBuffer>
+PipelineRun::callBackward(const Function &fn, const pl::Action &a,
+                          int64_t step, const SessionBuffer &x,
+                          const SessionBuffer &dy) {
+  const SessionBuffer *dyArg = a.stage + 1 < S ? &dy : nullptr;
+  return fn.callBuffers(stageArgs(a.stage, step, a.mb, &x, dyArg).ptrs);
 }
 
 void PipelineRun::runBackward(const pl::Action &a, int64_t step) {
   StageProgram &st = stages[a.stage];
-  Buffer x = unstash(a);
-  Buffer dy = takeOutputGradient(a, "B");
-  std::vector<Buffer> outs = callBackward(st.grad, a, step, x, dy);
+  SessionBuffer x = unstash(a);
+  SessionBuffer dy = takeOutputGradient(a, "B");
+  std::vector<SessionBuffer> outs = callBackward(st.grad, a, step, x, dy);
   accumulate(st, st.grad, outs);
   if (a.stage > 0)
     grads[{a.mb, a.stage}] = std::move(outs[1 + st.paramArgs.size()]);
@@ -469,9 +501,9 @@ void PipelineRun::runBackward(const pl::Action &a, int64_t step) {
 void PipelineRun::runBackwardInput(const pl::Action &a, int64_t step) {
   Key key{a.mb, a.stage};
   StageProgram &st = stages[a.stage];
-  Buffer dy = takeOutputGradient(a, "BI");
+  SessionBuffer dy = takeOutputGradient(a, "BI");
   if (a.stage > 0) {
-    std::vector<Buffer> outs =
+    std::vector<SessionBuffer> outs =
         callBackward(st.gradInput, a, step, stash[key], dy);
     grads[key] = std::move(outs[1]);
   }
@@ -481,8 +513,8 @@ void PipelineRun::runBackwardInput(const pl::Action &a, int64_t step) {
 void PipelineRun::runBackwardWeight(const pl::Action &a, int64_t step) {
   Key key{a.mb, a.stage};
   StageProgram &st = stages[a.stage];
-  Buffer x = unstash(a);
-  Buffer dy = std::move(dyStash[key]);
+  SessionBuffer x = unstash(a);
+  SessionBuffer dy = std::move(dyStash[key]);
   dyStash.erase(key);
   accumulate(st, st.gradWeight, callBackward(st.gradWeight, a, step, x, dy));
 }
@@ -494,9 +526,11 @@ void PipelineRun::runTransfer(const pl::Action &a) {
   Key key{a.mb, a.stage};
   const Tensor &t = stages[a.stage].fwd.inputs.back();
   bool isAct = a.op == pl::Op::SendAct || a.op == pl::Op::RecvAct;
-  std::map<Key, Buffer> &pool = isAct ? acts : grads;
+  std::map<Key, SessionBuffer> &pool = isAct ? acts : grads;
   if (a.isRecv()) {
-    Buffer buf(t.localBytes());
+    // Received in place (device memory for a GPU program).
+    SessionBuffer buf = stages[a.stage].fwd.buffer(
+        PAR_INPUT, stages[a.stage].fwd.inputs.size() - 1);
     par_rt_k_recv((int64_t)(intptr_t)buf.data(), t.localCount, t.dtype,
                   axesCode, a.peer, isAct ? 0 : 1);
     pool[key] = std::move(buf);
@@ -517,28 +551,35 @@ void PipelineRun::runUpdates() {
   for (int64_t s = me; s < S; s += pipe.p) {
     StageProgram &st = stages[s];
     size_t P = st.paramArgs.size();
-    std::vector<const Buffer *> args;
+    // The gradient sums go in (one upload per step and parameter).
+    std::vector<const SessionBuffer *> args;
     for (int64_t orig : st.update.stageArgs)
       args.push_back(&st.params[orig]);
-    for (const Buffer &g : st.gradSum)
-      args.push_back(&g);
-    for (const Buffer &x : st.state)
-      args.push_back(&x);
-    std::vector<Buffer> outs = st.update.call(args);
     for (size_t j = 0; j < P; ++j) {
-      Buffer &dst = st.params[st.update.stageArgs[j]];
-      memcpy(dst.data(), outs[j].data(), dst.size());
+      st.gradSumBuf[j].upload(st.gradSum[j].data(),
+                              st.update.inputs[P + j].localBytes());
+      args.push_back(&st.gradSumBuf[j]);
+    }
+    for (const SessionBuffer &x : st.state)
+      args.push_back(&x);
+    std::vector<SessionBuffer *> outs;
+    for (SessionBuffer &b : st.updateOut)
+      outs.push_back(&b);
+    st.update.callBuffers(args, outs);
+    if (scaling && s == me) {
+      const Function &u = st.update;
+      lastTaken = st.updateOut[u.finiteResult].scalar(
+                      u.outputs[u.finiteResult].dtype) > 0.5;
+      nextScale = st.updateOut[u.lossScaleResult].scalar(
+          u.outputs[u.lossScaleResult].dtype);
+    }
+    // The new parameters and state replace the old by a swap.
+    for (size_t j = 0; j < P; ++j) {
+      std::swap(st.params[st.update.stageArgs[j]], st.updateOut[j]);
       std::fill(st.gradSum[j].begin(), st.gradSum[j].end(), 0);
     }
     for (size_t k = 0; k < st.state.size(); ++k)
-      memcpy(st.state[k].data(), outs[P + k].data(), st.state[k].size());
-    if (scaling && s == me) {
-      const Function &u = st.update;
-      lastTaken = par_dtype_load(u.outputs[u.finiteResult].dtype,
-                                 outs[u.finiteResult].data(), 0) > 0.5;
-      nextScale = par_dtype_load(u.outputs[u.lossScaleResult].dtype,
-                                 outs[u.lossScaleResult].data(), 0);
-    }
+      std::swap(st.state[k], st.updateOut[P + k]);
   }
 }
 
@@ -546,13 +587,16 @@ void PipelineRun::runUpdates() {
 double PipelineRun::lossScale() const {
   const StageProgram &st = stages[me];
   size_t k = st.update.lossScaleResult - st.paramArgs.size();
-  return par_dtype_load(st.update.inputs[2 * st.paramArgs.size() + k].dtype,
-                        st.state[k].data(), 0);
+  return st.state[k].scalar(
+      st.update.inputs[2 * st.paramArgs.size() + k].dtype);
 }
 
 
 void PipelineRun::trainStep(int64_t step) {
   lossSum = 0;
+  // Loss scaling: the scale the backward is seeded with and the log shows
+  // (the state changes only in the update, at the end of the step).
+  stepScale = scaling ? lossScale() : NAN;
   bool tracing = !o.trace.empty() && step == o.train.steps;
   if (tracing)
     par_rt_trace_enable(ctx, 1);
@@ -576,7 +620,7 @@ void PipelineRun::trainStep(int64_t step) {
   }
   checkRuntime(par_rt_wait_sends(ctx), ctx, "completing sends");
   inFlight.clear();
-  double scale = scaling ? lossScale() : NAN;
+  double scale = stepScale;
   double u0 = par_rt_now_seconds();
   runUpdates();
   if (scaling)
@@ -624,13 +668,16 @@ void PipelineRun::reportStash() {
 void PipelineRun::reportCompression() {
   CompressionTotals compression;
   std::vector<ErrorFeedbackBlock> blocks;
+  std::deque<Buffer> host; // the error-feedback state, copied out
   for (int64_t s = me; s < S; s += pipe.p) {
     const Function &u = stages[s].update;
     compression.add(u);
     size_t P = stages[s].paramArgs.size();
     for (size_t k = 0; k < stages[s].state.size(); ++k)
-      if (u.inputs[2 * P + k].errorFeedback())
-        blocks.push_back({&u, 2 * P + k, &stages[s].state[k], ppAxis});
+      if (o.errorNorm && u.inputs[2 * P + k].errorFeedback()) {
+        host.push_back(stages[s].state[k].download());
+        blocks.push_back({&u, 2 * P + k, &host.back(), ppAxis});
+      }
   }
   reportTraffic(ctx, o.train.steps, compression, rank, world);
   if (!o.errorNorm)
@@ -656,8 +703,8 @@ void PipelineRun::sample() {
     for (size_t j = 0; j < u.stageArgs.size(); ++j) {
       Buffer local = zeroBuffer(u.inputs[j].localBytes());
       if (me == owner)
-        memcpy(local.data(), stages[s].params[u.stageArgs[j]].data(),
-               u.inputs[j].localBytes());
+        stages[s].params[u.stageArgs[j]].download(local.data(),
+                                                  u.inputs[j].localBytes());
       Buffer g = u.gather(PAR_INPUT, j, local.data(), source.data());
       if (rank == 0)
         whole[u.stageArgs[j]] = std::move(g);
@@ -665,6 +712,8 @@ void PipelineRun::sample() {
   }
   if (rank != 0)
     return;
+  // A GPU run's reference is a CPU program: it runs under a CPU context.
+  HostContextScope hostContext(sharded.target() != "cpu");
   Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
   std::string entry = o.sampleEntry;
   if (entry.empty() && pipe.logits)
@@ -678,6 +727,7 @@ void PipelineRun::sample() {
 /// The unpipelined train step (par-optimizer, same micro-batches) on one
 /// rank, from the same initial values and batches.
 int PipelineRun::verify() {
+  HostContextScope hostContext(sharded.target() != "cpu");
   Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
   Function ref = reference.lookup(stepName());
   if (ref.microBatches != m)
@@ -692,7 +742,8 @@ int PipelineRun::verify() {
       runSteps(ref, in, o.train.steps, batches);
   printf("%s: verify against the unpipelined step (1 rank)\n",
          toolName().c_str());
-  double tol = toleranceFor(o.rtol, ref.outputs[0].dtype, ref.computeType);
+  double tol = toleranceFor(o.rtol, ref.outputs[0].dtype, ref.computeType,
+                            sharded.target() != "cpu");
   return verifyLossTrajectory(log->losses(), refLosses, tol) ? 0 : 1;
 }
 

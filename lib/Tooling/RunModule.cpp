@@ -112,19 +112,16 @@ void ModuleRun::train() {
   std::vector<double> decisions;
   double nextScale = NAN;
   for (int64_t step = 1; step <= o.train.steps; ++step) {
-    double scale = scaleArg >= 0
-                       ? par_dtype_load(f.inputs[scaleArg].dtype,
-                                        stepper.argument(scaleArg).data(), 0)
-                       : NAN;
+    // Loss scaling needs the host each step: the scale and the finite
+    // flag (one element each) for the log and the decision check.
+    double scale =
+        scaleArg >= 0 ? stepper.argumentScalar(scaleArg) : NAN;
     double loss = stepper.step(step);
     times.push_back(stepper.seconds());
     bool taken = true;
     if (scaleArg >= 0) {
-      const std::vector<Buffer> &outs = stepper.outputs();
-      taken = par_dtype_load(f.outputs[f.finiteResult].dtype,
-                             outs[f.finiteResult].data(), 0) > 0.5;
-      nextScale = par_dtype_load(f.outputs[f.lossScaleResult].dtype,
-                                 outs[f.lossScaleResult].data(), 0);
+      taken = stepper.resultScalar(f.finiteResult) > 0.5;
+      nextScale = stepper.resultScalar(f.lossScaleResult);
       decisions.push_back(taken ? 1.0 : 0.0);
     }
     log.step(step, loss, stepper.seconds(),
@@ -137,7 +134,10 @@ void ModuleRun::train() {
   log.finish(toolName() + ": " + f.name + " on " + std::to_string(world) +
              " ranks, loss per step");
   losses = log.losses();
+  // The final results (gathered, written, verified) and, for the error norm
+  // and sampling, the trained state: copied out once.
   outs = stepper.outputs();
+  stepper.syncArguments();
   par_rt_context_stats(ctx, &stats);
   CompressionTotals compression;
   compression.add(f);
@@ -151,17 +151,34 @@ void ModuleRun::train() {
   }
 }
 
+/// The inputs go into session buffers once; every run calls on them (the
+/// times cover the program alone, on a GPU too) and the results come out
+/// after the last.
 void ModuleRun::repeat() {
+  std::vector<SessionBuffer> in, out;
+  std::vector<const SessionBuffer *> inPtrs;
+  std::vector<SessionBuffer *> outPtrs;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    in.push_back(f.upload(PAR_INPUT, i, locals[i]));
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    out.push_back(f.buffer(PAR_OUTPUT, k));
+  for (SessionBuffer &b : in)
+    inPtrs.push_back(&b);
+  for (SessionBuffer &b : out)
+    outPtrs.push_back(&b);
   for (int64_t it = 0; it < o.repeat + (o.repeat > 1 ? 1 : 0); ++it) {
     checkRuntime(par_rt_barrier(ctx), ctx, "barrier");
     par_rt_context_reset_stats(ctx);
     double t0 = par_rt_now_seconds();
-    outs = f.call(locals);
+    f.callBuffers(inPtrs, outPtrs);
     double t = par_rt_now_seconds() - t0;
     par_rt_context_stats(ctx, &stats);
     if (o.repeat == 1 || it > 0)
       times.push_back(t);
   }
+  outs.clear();
+  for (const SessionBuffer &b : out)
+    outs.push_back(b.download());
 }
 
 /// Per-rank time and traffic, printed by rank 0.
@@ -225,6 +242,8 @@ size_t extraState(const Function &f, const Function &ref) {
 /// trailing error-feedback state is not in the reference: its inputs are
 /// left out and only the results both have are compared.
 int ModuleRun::verify(const std::vector<Buffer> &globals) const {
+  // A GPU run's reference is a CPU program: it runs under a CPU context.
+  HostContextScope host(f.onDevice());
   Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
   Function ref = reference.lookup(f.name);
   size_t extra = extraState(f, ref);
@@ -236,7 +255,8 @@ int ModuleRun::verify(const std::vector<Buffer> &globals) const {
   if (o.train.steps > 0) {
     std::vector<double> refLosses =
         runSteps(ref, refIn, o.train.steps, refBatches, &refOut);
-    double tol = toleranceFor(o.rtol, ref.outputs[0].dtype, f.computeType);
+    double tol = toleranceFor(o.rtol, ref.outputs[0].dtype, f.computeType,
+                              f.onDevice());
     if (!verifyLossTrajectory(losses, refLosses, tol))
       status = 1;
   } else {
@@ -257,7 +277,9 @@ int ModuleRun::verify(const std::vector<Buffer> &globals) const {
   for (size_t k = 0; k < ref.outputs.size(); ++k) {
     const Tensor &t = ref.outputs[k];
     TensorDiff d = compareTensors(t, globals[k].data(), refOut[k].data());
-    if (!reportTensorDiff(k, t, d, toleranceFor(o.rtol, t.dtype, f.computeType),
+    if (!reportTensorDiff(k, t, d,
+                          toleranceFor(o.rtol, t.dtype, f.computeType,
+                                       f.onDevice()),
                           o.train.steps))
       status = 1;
   }

@@ -3,6 +3,13 @@
 // Step times cover the program call only (not the batch or the feedback
 // copies); the "s left" estimate extrapolates the wall time so far.
 //
+// Residency: the step's arguments live in session buffers for the whole
+// run; the feedback is a swap of buffer handles (no copy), the data
+// arguments go in once per step and the loss comes out. What else crosses
+// to the host per step is asked by a feature: loss scaling's scale and
+// finite flag (one element each, for the log and the global-decision
+// check). The final results and state come out once, at the end.
+//
 //===----------------------------------------------------------------------===//
 
 #include "par/Tooling/TrainLoop.h"
@@ -40,13 +47,77 @@ double feedBack(const Function &f, const std::vector<Buffer> &outs,
   return par_dtype_load(f.outputs[0].dtype, outs[0].data(), 0);
 }
 
+TrainStepper::TrainStepper(const Function &f, std::vector<Buffer> &args,
+                           BatchFn fillBatch)
+    : f(f), args(args), fillBatch(std::move(fillBatch)),
+      state(f.inputs.size(), false) {
+  if (args.size() != f.inputs.size())
+    fatal("'" + f.name + "' takes " + std::to_string(f.inputs.size()) +
+          " arguments, not " + std::to_string(args.size()));
+  for (auto [r, a] : f.feedback)
+    state[a] = true;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    in.push_back(f.upload(PAR_INPUT, i, args[i]));
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    out.push_back(f.buffer(PAR_OUTPUT, k));
+  for (SessionBuffer &b : out)
+    result.push_back(&b);
+}
+
 double TrainStepper::step(int64_t step) {
-  if (fillBatch)
+  if (fillBatch) {
     fillBatch(step, args);
+    for (size_t i = 0; i < f.inputs.size(); ++i)
+      if (!state[i])
+        in[i].upload(args[i]);
+  }
+  std::vector<const SessionBuffer *> inPtrs;
+  std::vector<SessionBuffer *> outPtrs;
+  for (SessionBuffer &b : in)
+    inPtrs.push_back(&b);
+  for (SessionBuffer &b : out)
+    outPtrs.push_back(&b);
   double t0 = par_rt_now_seconds();
-  outs = f.call(args);
+  f.callBuffers(inPtrs, outPtrs);
   lastSeconds = par_rt_now_seconds() - t0;
-  return feedBack(f, outs, args);
+  double loss = f.outputs.empty() ? NAN : out[0].scalar(f.outputs[0].dtype);
+  // The feedback: result r becomes argument a by a swap (the old argument's
+  // buffer takes the next step's result r). A result feeding a second
+  // argument is copied from the first.
+  for (size_t k = 0; k < out.size(); ++k)
+    result[k] = &out[k];
+  std::vector<int64_t> fedInto(f.outputs.size(), -1);
+  for (auto [r, a] : f.feedback) {
+    if (fedInto[r] < 0) {
+      std::swap(in[a], out[r]);
+      fedInto[r] = a;
+      result[r] = &in[a];
+    } else {
+      in[a].copyFrom(in[fedInto[r]]);
+    }
+  }
+  return loss;
+}
+
+std::vector<Buffer> TrainStepper::outputs() const {
+  std::vector<Buffer> host;
+  for (const SessionBuffer *b : result)
+    host.push_back(b->download());
+  return host;
+}
+
+double TrainStepper::resultScalar(size_t k) const {
+  return result[k]->scalar(f.outputs[k].dtype);
+}
+
+double TrainStepper::argumentScalar(size_t i) const {
+  return in[i].scalar(f.inputs[i].dtype);
+}
+
+void TrainStepper::syncArguments() {
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    if (state[i])
+      in[i].download(args[i].data(), f.inputs[i].localBytes());
 }
 
 TrainStepper::BatchFn dataBatches(const Function &f, const DataLoader &data,
@@ -68,6 +139,7 @@ std::vector<double> runSteps(const Function &f, std::vector<Buffer> &args,
     losses.push_back(stepper.step(s));
   if (outputs)
     *outputs = stepper.outputs();
+  stepper.syncArguments();
   return losses;
 }
 

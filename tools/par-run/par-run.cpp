@@ -15,6 +15,14 @@
 // training, the bytes per step by kernel and gradient compression's savings
 // (--error-norm: the error-feedback buffers' norm).
 //
+// --backend cuda runs a program compiled with par-compile --target cuda
+// (the manifest's "target" is "cuda:<chip>"): the tooling keeps its state
+// in device buffers (the session's buffer API, which CPU programs use the
+// same way) and --verify compares it with the CPU reference at the GPU
+// defaults of Compare.h's toleranceFor (f32 1e-4: GPU reductions
+// reassociate; bf16 mixed 2e-2, f16 1e-2). An artifact run on the other
+// backend than it was compiled for stops with a message saying which.
+//
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/par_session.h"
@@ -57,6 +65,15 @@ void usage() {
           "windows of FILE\n"
           "  --rtol X    verify tolerance (relative to the reference's largest "
           "magnitude);\n             default 1e-5 for f32, 1e-12 for f64, 1e-3 for f16, 1e-2 for\n             bf16 (and for f32 values of a mixed-precision program)\n"
+          "             A cuda program (--backend cuda) is verified against the "
+          "CPU\n             reference with wider defaults: 1e-4 for f32 (GPU "
+          "reductions\n             sum in another order), 1e-10 for f64, 1e-2 "
+          "for f16 and 2e-2 for\n             bf16 values or mixed precision (a "
+          "reordered sum moves a 16-bit\n             value by an ulp, 2^-11 "
+          "or 2^-8, and the steps compound it)\n"
+          "  --backend cuda  run a program compiled with par-compile --target "
+          "cuda\n             (parameters and state stay in GPU memory; the "
+          "default cpu\n             runs CPU programs)\n"
           "  --steps N   train: run a train step (par-optimizer) N times, "
           "feeding\n             new parameters and state back, printing the "
           "loss\n"
@@ -228,7 +245,8 @@ Options parseArgs(int argc, char **argv) {
 }
 
 /// Starts the runtime on this rank and declares `f`'s mesh.
-par_rt_context_t *startRuntime(const Options &o, const Function &f, int *argc,
+par_rt_context_t *startRuntime(const Options &o, const Function &f,
+                               const std::string &target, int *argc,
                                char ***argv) {
   par_rt_options_t ropts;
   par_rt_options_initialize(&ropts);
@@ -236,10 +254,9 @@ par_rt_context_t *startRuntime(const Options &o, const Function &f, int *argc,
   par_rt_context_t *ctx = nullptr;
   checkRuntime(par_rt_context_create(&ropts, argc, argv, &ctx), ctx,
                "cannot start the " + o.backend + " backend");
-  if (ropts.backend == PAR_BACKEND_CUDA)
-    fatal("the artifact holds CPU code (par-compile has no GPU target yet); "
-          "the CUDA backend started, but run this artifact with --backend "
-          "cpu");
+  if (ropts.backend == PAR_BACKEND_CUDA && target == "cpu")
+    fatal("the artifact was compiled for the CPU; compile with par-compile "
+          "--target cuda");
   int64_t world = par_rt_context_world_size(ctx);
   if (world != o.ranks)
     fatal("started with " + std::to_string(world) + " ranks but -n " +
@@ -262,6 +279,13 @@ int main(int argc, char **argv) {
   Session manifest(o.run.artifact, PAR_PROGRAM_SHARDED, nullptr,
                    /*loadCode=*/false);
   Function f = manifest.lookup(o.run.entry);
+  // A GPU program needs the CUDA backend (checked before any rank starts);
+  // a CPU program on --backend cuda is refused once the backend is up
+  // (without a GPU, starting it fails first, with its own message).
+  std::string target = manifest.target();
+  if (o.backend == "cpu" && target != "cpu")
+    fatal("'" + o.run.artifact + "' was compiled for " + target +
+          "; run it with --backend cuda");
   if (!insideMPIJob()) {
     if (o.ranks != f.devices())
       fatal("-n " + std::to_string(o.ranks) + " does not match the mesh of '" +
@@ -274,7 +298,7 @@ int main(int argc, char **argv) {
       return launchJob(o.ranks, argc, argv);
     usePrivateSessionDir(); // one rank: an MPI singleton in this process
   }
-  par_rt_context_t *ctx = startRuntime(o, f, &argc, &argv);
+  par_rt_context_t *ctx = startRuntime(o, f, target, &argc, &argv);
   int status = o.pipeline ? runPipeline(ctx, o.run) : runModule(ctx, o.run);
   fflush(stdout);
   par_rt_barrier(ctx);

@@ -33,6 +33,15 @@
  *   par_function_gather(f, PAR_OUTPUT, 0, outputs[0], y_global, NULL);
  *   par_session_destroy(s);
  *
+ * Targets: a program runs on the CPU (host memory) or, compiled with
+ * par-compile --target cuda, on a GPU (device memory; its .so links
+ * libpar_runtime_gpu.so, whose par_gpu_* functions the session finds in
+ * it). par_session_target names it. par_function_call takes host memory
+ * for both (a GPU call copies in and out); session buffers
+ * (par_session_buffer_alloc) hold memory where the program runs, so a
+ * driver keeps state there across calls with par_function_call_buffers and
+ * copies only what it reads.
+ *
  * Ownership: par_session_create returns a session the caller frees with
  * par_session_destroy; functions, their info structs and every string and
  * array they point to are owned by the session and live until it is
@@ -108,6 +117,47 @@ void par_session_destroy(par_session_t *session);
 const char *par_session_last_error(const par_session_t *session);
 /* The manifest's path ("DIR/sharded.json"). */
 const char *par_session_manifest_path(const par_session_t *session);
+
+/* What the program runs on: the manifest's "target", "cpu" (also for
+ * manifests without one) or "cuda:<chip>" ("cuda:sm_90"). */
+const char *par_session_target(const par_session_t *session);
+/* Non-zero for a GPU program (target "cuda..."): its session buffers are
+ * device memory. */
+int par_session_on_device(const par_session_t *session);
+
+/*===------------------------ Session buffers ---------------------------===*/
+
+/* Memory where the session's program runs: host memory for a CPU program,
+ * device memory (par_gpu_alloc) for a GPU program. Buffers are owned by
+ * the caller, freed with par_session_buffer_free (those left are freed by
+ * par_session_destroy). A GPU session needs its code loaded. Every
+ * transfer is synchronous; GPU failures fail the call with
+ * par_gpu_last_error's text in par_session_last_error. */
+typedef struct par_buffer_t par_buffer_t;
+
+/* A zero-filled buffer of `bytes` (0 is allowed). */
+par_status_t par_session_buffer_alloc(par_session_t *session, size_t bytes,
+                                      par_buffer_t **out_buffer);
+/* NULL is allowed. */
+void par_session_buffer_free(par_session_t *session, par_buffer_t *buffer);
+/* The size it was allocated with, and its memory (a device pointer for a
+ * GPU program: for par_rt_* transfers of the backend, never dereference it
+ * on the host). */
+size_t par_buffer_size(const par_buffer_t *buffer);
+void *par_buffer_data(const par_buffer_t *buffer);
+/* Host -> buffer and buffer -> host, `bytes` from the buffer's start. */
+par_status_t par_session_buffer_upload(par_session_t *session,
+                                       par_buffer_t *dst, const void *src,
+                                       size_t bytes);
+par_status_t par_session_buffer_download(par_session_t *session,
+                                         const par_buffer_t *src, void *dst,
+                                         size_t bytes);
+/* Buffer -> buffer (`bytes` from both starts), and zero-filling. */
+par_status_t par_session_buffer_copy(par_session_t *session,
+                                     par_buffer_t *dst,
+                                     const par_buffer_t *src, size_t bytes);
+par_status_t par_session_buffer_zero(par_session_t *session,
+                                     par_buffer_t *buffer);
 
 /* The function `name` (NULL or "": the manifest's first). Fails if the
  * manifest has none of that name, if its entry is malformed, or (with
@@ -258,11 +308,25 @@ int64_t par_function_rank_of(const par_function_t *function,
 
 /* Calls the function on this rank's local blocks: inputs[i] holds input
  * i's local block; results are copied into outputs[k] (local size of
- * output k). Programs may run collectives: in a sharded session every rank
- * calls, in the same order. */
+ * output k). Host memory for both targets: a GPU program's call copies the
+ * inputs to device memory and the results back (par_function_call_buffers
+ * keeps them there). Programs may run collectives: in a sharded session
+ * every rank calls, in the same order. */
 par_status_t par_function_call(par_function_t *function,
                                const void *const *inputs,
                                void *const *outputs);
+
+/* par_function_call on session buffers of the function's session: inputs[i]
+ * holds input i's local block, the results are written into outputs[k]
+ * (each at least the local size). An output buffer must not be an input's
+ * or another output's: a driver that feeds results back (train state)
+ * keeps two sets and swaps them. On a CPU program the results are copied
+ * into the outputs exactly as par_function_call copies them; on a GPU
+ * program the program writes them there (device memory) and nothing
+ * passes through the host. */
+par_status_t par_function_call_buffers(par_function_t *function,
+                                       par_buffer_t *const *inputs,
+                                       par_buffer_t *const *outputs);
 
 /* Copies this rank's local block of tensor (io, index) out of `global`
  * (every rank holds the whole tensor; no communication). For a partial

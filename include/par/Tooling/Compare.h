@@ -28,6 +28,16 @@ double toleranceFor(double rtol, par_dtype_t dtype);
 /// mixed precision) whatever its own dtype.
 double toleranceFor(double rtol, par_dtype_t dtype,
                     const std::string &computeType);
+/// The same for a GPU program compared with the CPU reference (`gpu`): its
+/// reductions (cuBLAS, tree sums in kernels) reassociate, and the defaults
+/// widen to 1e-4 for f32 (an f32 sum of K terms in another order differs
+/// by about sqrt(K) ulps, ~1e-5..1e-4 relative for the models' K and a few
+/// steps), 1e-10 for f64, and for 16-bit values or a mixed-precision
+/// program 1e-2 (f16) and 2e-2 (bf16): a reassociated f32 sum that
+/// crosses a 16-bit rounding boundary moves the value one 16-bit ulp
+/// (2^-11, 2^-8), and the steps compound a few of them.
+double toleranceFor(double rtol, par_dtype_t dtype,
+                    const std::string &computeType, bool gpu);
 
 struct TensorDiff {
   double maxAbs = 0; // NaN if any element of either is NaN

@@ -4,7 +4,10 @@
 // copies what par_function_info/par_function_tensor say into vectors and
 // strings (shapes, shardings as axis indices, feedback pairs, roles,
 // gradient compression), and its
-// call/scatter/gather take and return byte buffers. Every session failure
+// call/scatter/gather take and return byte buffers. A SessionBuffer holds
+// memory where the program runs (host memory for a CPU program, device
+// memory for a GPU one: par_session_buffer_alloc), and callBuffers calls on
+// such buffers, so state stays there across calls. Every session failure
 // is fatal (Diagnostics.h) with the session's message.
 //
 //===----------------------------------------------------------------------===//
@@ -26,6 +29,41 @@ using Buffer = std::vector<char>;
 /// A zero-filled buffer of `bytes` (at least one byte, so that data() is
 /// never null).
 Buffer zeroBuffer(int64_t bytes);
+
+/// A session buffer (par_session_buffer_alloc): zero-filled memory where
+/// the session's program runs, freed with the object. Move-only. data() is
+/// a device pointer for a GPU program (for par_rt_* transfers only).
+class SessionBuffer {
+public:
+  SessionBuffer() = default;
+  SessionBuffer(par_session_t *session, int64_t bytes);
+  ~SessionBuffer();
+  SessionBuffer(SessionBuffer &&o) noexcept { *this = std::move(o); }
+  SessionBuffer &operator=(SessionBuffer &&o) noexcept;
+  SessionBuffer(const SessionBuffer &) = delete;
+  SessionBuffer &operator=(const SessionBuffer &) = delete;
+
+  explicit operator bool() const { return buffer != nullptr; }
+  int64_t bytes() const { return size; }
+  par_buffer_t *get() const { return buffer; }
+  void *data() const;
+  /// Host -> buffer (`bytes` <= bytes()) and buffer -> host.
+  void upload(const void *src, int64_t bytes);
+  void upload(const Buffer &src) { upload(src.data(), size); }
+  void download(void *dst, int64_t bytes) const;
+  Buffer download() const;
+  /// Element 0 as a double (one element copied out).
+  double scalar(par_dtype_t dtype) const;
+  /// Buffer -> buffer (the whole of this one), and zero-filling.
+  void copyFrom(const SessionBuffer &src);
+  void zero();
+
+private:
+  void check(par_status_t s) const;
+  par_session_t *session = nullptr;
+  par_buffer_t *buffer = nullptr;
+  int64_t size = 0;
+};
 
 /// One input or output of a function.
 struct Tensor {
@@ -104,6 +142,21 @@ public:
   /// Calls the function on local blocks; returns the local results.
   std::vector<Buffer> call(const std::vector<const Buffer *> &args) const;
   std::vector<Buffer> call(const std::vector<Buffer> &args) const;
+  /// Calls it on session buffers: the results go into `outs` (one per
+  /// result, none of them an argument's; par_function_call_buffers).
+  void callBuffers(const std::vector<const SessionBuffer *> &args,
+                   const std::vector<SessionBuffer *> &outs) const;
+  /// The same into fresh buffers, returned.
+  std::vector<SessionBuffer>
+  callBuffers(const std::vector<const SessionBuffer *> &args) const;
+  /// A zero-filled session buffer of tensor (io, index)'s local size, and
+  /// one holding the local block `local`.
+  SessionBuffer buffer(par_io_t io, size_t index) const;
+  SessionBuffer upload(par_io_t io, size_t index, const Buffer &local) const;
+  /// The session's target ("cpu", "cuda:sm_90") and whether its buffers
+  /// are device memory.
+  std::string target() const;
+  bool onDevice() const;
   /// This rank's block of a global tensor (par_function_scatter).
   Buffer scatter(par_io_t io, size_t index, const Buffer &global) const;
   /// The global tensor on rank 0 (empty elsewhere; par_function_gather).
@@ -129,9 +182,26 @@ public:
   Function lookup(const std::string &name) const;
   par_pipeline_info_t pipeline() const;
   std::string manifestPath() const;
+  /// "cpu" or "cuda:<chip>" (par_session_target).
+  std::string target() const;
 
 private:
   par_session_t *session = nullptr;
+};
+
+/// While alive, a CPU runtime context of this process alone (no MPI) is
+/// the current one, when `needed`: the unsharded reference (a CPU program)
+/// of a GPU run executes its kernels on the host, not on the GPU backend
+/// of the job's context. The job's context is current again afterwards.
+class HostContextScope {
+public:
+  explicit HostContextScope(bool needed);
+  ~HostContextScope();
+  HostContextScope(const HostContextScope &) = delete;
+  HostContextScope &operator=(const HostContextScope &) = delete;
+
+private:
+  par_rt_context_t *ctx = nullptr;
 };
 
 } // namespace par::tooling

@@ -32,28 +32,41 @@ void checkTrainStep(const Function &f);
 double feedBack(const Function &f, const std::vector<Buffer> &outs,
                 std::vector<Buffer> &args);
 
-/// Runs `f` as a train step on `args`: before step s, `fillBatch(s, args)`
-/// (if set) refreshes the data arguments; after it, the results feed back.
+/// Runs `f` as a train step, its state resident in session buffers (device
+/// memory for a GPU program, host memory for a CPU one: the same code
+/// path). The arguments are uploaded once; before step s,
+/// `fillBatch(s, args)` (if set) refreshes the data arguments on the host
+/// and the non-state arguments are uploaded; after the call only the loss
+/// is copied out, and each fed-back result becomes its argument by
+/// swapping the two buffers (results must not alias arguments). The state
+/// entries of `args` are stale during training: syncArguments() copies the
+/// state back into them.
 class TrainStepper {
 public:
   using BatchFn = std::function<void(int64_t step, std::vector<Buffer> &)>;
   TrainStepper(const Function &f, std::vector<Buffer> &args,
-               BatchFn fillBatch = {})
-      : f(f), args(args), fillBatch(std::move(fillBatch)) {}
+               BatchFn fillBatch = {});
 
   /// Runs step `step` and returns its loss.
   double step(int64_t step);
-  /// The last step's results and the time its call took.
-  const std::vector<Buffer> &outputs() const { return outs; }
+  /// The last step's results, copied to the host.
+  std::vector<Buffer> outputs() const;
+  /// Element 0 of the last step's result k, and of the argument `i` the
+  /// next step runs with (one element copied out).
+  double resultScalar(size_t k) const;
+  double argumentScalar(size_t i) const;
+  /// Copies the fed-back arguments (parameters and state) into `args`.
+  void syncArguments();
+  /// The time the last step's call took.
   double seconds() const { return lastSeconds; }
-  /// The argument buffer `i` the next step runs with.
-  const Buffer &argument(size_t i) const { return args[i]; }
 
 private:
   const Function &f;
   std::vector<Buffer> &args;
   BatchFn fillBatch;
-  std::vector<Buffer> outs;
+  std::vector<SessionBuffer> in, out;
+  std::vector<bool> state;             // per argument: fed back
+  std::vector<const SessionBuffer *> result; // where each result lives
   double lastSeconds = 0;
 };
 

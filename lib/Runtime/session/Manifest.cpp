@@ -410,6 +410,17 @@ bool readManifest(const std::string &path, Manifest &out, std::string &error) {
   }
   if (!checkVersion(*root, path, error))
     return false;
+  if (const JsonValue *t = root->get(key::kTarget)) {
+    const std::string *name = t->string();
+    if (!name || !(*name == "cpu" || *name == "cuda" ||
+                   name->rfind("cuda:", 0) == 0)) {
+      error = "manifest '" + path + "' has an unknown target" +
+              (name ? " '" + *name + "'" : std::string()) +
+              " (this runtime runs \"cpu\" and \"cuda[:<chip>]\" programs)";
+      return false;
+    }
+    out.target = *name;
+  }
   const std::vector<JsonValue> *fns = root->getArray(key::kFunctions);
   if (fns)
     for (const JsonValue &fv : *fns)

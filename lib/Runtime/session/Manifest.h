@@ -75,6 +75,8 @@ struct PipelineSpec {
 };
 
 struct Manifest {
+  /// The top-level "target": "cpu" (also when absent) or "cuda:<chip>".
+  std::string target = "cpu";
   std::vector<FunctionSpec> functions;
   PipelineSpec pipeline;
 };

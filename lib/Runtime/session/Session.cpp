@@ -4,9 +4,15 @@
 // dlopen'ed program and one par_function_t per manifest entry; the C
 // structs handed out point into them. Calls marshal memref descriptors the
 // way MLIR's packed C interface (par_packed_<name>) expects: argument i is
-// a descriptor {allocated, aligned, offset, sizes[r], strides[r]}, and the
-// results come back as such descriptors, one after the other, in a buffer
-// passed first.
+// a descriptor {allocated, aligned, offset, sizes[r], strides[r]}. A CPU
+// program returns its results as such descriptors, one after the other, in
+// a buffer passed first; a GPU program (target "cuda:<chip>") takes
+// out-params instead (argv = the inputs' descriptors, then the outputs',
+// no result slot; every pointer device memory) and writes its results into
+// the caller's buffers (docs/Architecture.md). Its device memory and errors
+// go through libpar_runtime_gpu.so's par_gpu_* C API, resolved with dlsym
+// on the program's handle (the library is one of its DT_NEEDED); the
+// session declares the function types itself and does not link it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +32,23 @@
 
 using namespace par::session;
 
+/// libpar_runtime_gpu.so's C API (include/par/Runtime/par_gpu.h): 0 = ok,
+/// else the text is par_gpu_last_error's.
+struct GpuApi {
+  const char *(*lastError)(void) = nullptr;
+  void (*clearError)(void) = nullptr;
+  int (*alloc)(void **, size_t) = nullptr;
+  int (*free)(void *) = nullptr;
+  int (*copy)(void *, const void *, size_t) = nullptr;
+  int (*memsetZero)(void *, size_t) = nullptr;
+  int (*synchronize)(void) = nullptr;
+};
+
+struct par_buffer_t {
+  void *data = nullptr;
+  size_t bytes = 0;
+};
+
 struct par_function_t {
   par_session_t *session = nullptr;
   const FunctionSpec *spec = nullptr;
@@ -44,10 +67,23 @@ struct par_session_t {
   void *handle = nullptr;
   std::string error;
   int64_t rank = 0, world = 1;
+  bool device = false; // a GPU program (target "cuda...")
+  GpuApi gpu;
+  std::set<par_buffer_t *> buffers; // live session buffers
 
   par_status_t fail(par_status_t s, const std::string &msg) {
     error = msg;
     return s;
+  }
+  /// A par_gpu_* call's status: on failure the session error is `what`
+  /// and par_gpu_last_error's text.
+  par_status_t gpuCheck(int rc, const std::string &what) {
+    if (rc == 0)
+      return PAR_OK;
+    const char *e = gpu.lastError ? gpu.lastError() : nullptr;
+    return fail(PAR_ERR_UNAVAILABLE,
+                what + " on the GPU: " +
+                    (e && *e ? e : "error " + std::to_string(rc)));
   }
 };
 
@@ -93,8 +129,168 @@ par_status_t openCode(par_session_t *s) {
   if (!s->handle)
     return s->fail(PAR_ERR_UNAVAILABLE, "cannot load program '" + s->soPath +
                                             "': " + dlerror());
+  if (!s->device)
+    return PAR_OK;
+  // The GPU API of libpar_runtime_gpu.so, which the program links: dlsym on
+  // its handle searches it and its dependencies.
+  GpuApi &g = s->gpu;
+  struct {
+    const char *name;
+    void **slot;
+  } syms[] = {{"par_gpu_last_error", (void **)&g.lastError},
+              {"par_gpu_clear_error", (void **)&g.clearError},
+              {"par_gpu_alloc", (void **)&g.alloc},
+              {"par_gpu_free", (void **)&g.free},
+              {"par_gpu_copy", (void **)&g.copy},
+              {"par_gpu_memset_zero", (void **)&g.memsetZero},
+              {"par_gpu_synchronize", (void **)&g.synchronize}};
+  for (auto &sym : syms) {
+    *sym.slot = dlsym(s->handle, sym.name);
+    if (!*sym.slot)
+      return s->fail(PAR_ERR_UNAVAILABLE,
+                     "program '" + s->soPath + "' is compiled for " +
+                         s->manifest.target + ", but libpar_runtime_gpu.so " +
+                         "is not loaded with it (no '" + sym.name +
+                         "'; a cuda artifact links it: rebuild it with " +
+                         "par-compile --target cuda)");
+  }
   return PAR_OK;
 }
+
+/// The memref descriptor of `data` for tensor `t`'s local block.
+std::vector<int64_t> localDescriptor(const void *data, const TensorSpec &t) {
+  return descriptor(data, t.local);
+}
+
+int64_t localBytes(const TensorSpec &t) {
+  return t.localCount * par_dtype_info(t.dtype)->element_size;
+}
+
+/// A CPU program's call on host memory: the results come back as
+/// descriptors of memory the program allocated (or of an input), copied
+/// into `outputs`.
+void callHost(par_function_t *fn, const void *const *inputs,
+              void *const *outputs) {
+  const FunctionSpec &f = *fn->spec;
+  std::vector<std::vector<int64_t>> argDescs;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    argDescs.push_back(localDescriptor(inputs[i], f.inputs[i]));
+  size_t resultWords = 0;
+  for (const TensorSpec &t : f.outputs)
+    resultWords += 3 + 2 * t.local.size();
+  std::vector<int64_t> results(resultWords + 1, 0);
+  std::vector<void *> argv;
+  if (!f.outputs.empty())
+    argv.push_back(results.data());
+  for (std::vector<int64_t> &d : argDescs)
+    argv.push_back(d.data());
+  fn->entry(argv.data());
+  // Copy the results out and free what the program allocated, once: a
+  // result may alias an input or another result.
+  std::set<intptr_t> owned;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    owned.insert((intptr_t)inputs[i]);
+  size_t w = 0;
+  for (size_t k = 0; k < f.outputs.size(); ++k) {
+    const TensorSpec &t = f.outputs[k];
+    char *alloc = (char *)(intptr_t)results[w];
+    char *aligned = (char *)(intptr_t)results[w + 1];
+    int64_t es = par_dtype_info(t.dtype)->element_size;
+    memcpy(outputs[k], aligned + results[w + 2] * es, t.localCount * es);
+    if (!owned.count((intptr_t)aligned) && !owned.count((intptr_t)alloc)) {
+      owned.insert((intptr_t)aligned);
+      owned.insert((intptr_t)alloc);
+      free(alloc);
+    }
+    w += 3 + 2 * t.local.size();
+  }
+}
+
+/// A GPU program's call on device memory (the out-param convention): argv
+/// holds the inputs' descriptors, then the outputs'; the program writes the
+/// outputs and has finished its GPU work when it returns. Its errors are
+/// the GPU library's sticky error.
+par_status_t callDevice(par_function_t *fn, void *const *inputs,
+                        void *const *outputs) {
+  const FunctionSpec &f = *fn->spec;
+  par_session_t *s = fn->session;
+  std::vector<std::vector<int64_t>> descs;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    descs.push_back(localDescriptor(inputs[i], f.inputs[i]));
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    descs.push_back(localDescriptor(outputs[k], f.outputs[k]));
+  std::vector<void *> argv;
+  for (std::vector<int64_t> &d : descs)
+    argv.push_back(d.data());
+  if (const char *e = s->gpu.lastError())
+    return s->fail(PAR_ERR_UNAVAILABLE,
+                   "cannot run '" + f.name +
+                       "': an earlier GPU call failed: " + e);
+  fn->entry(argv.data());
+  if (const char *e = s->gpu.lastError())
+    return s->fail(PAR_ERR_UNAVAILABLE,
+                   "'" + f.name + "' failed on the GPU: " + e);
+  return PAR_OK;
+}
+
+par_status_t needCode(par_function_t *fn) {
+  if (!fn->entry)
+    return fn->session->fail(PAR_ERR_UNAVAILABLE, "'" + fn->spec->name +
+                                                      "' was loaded without "
+                                                      "its code");
+  return PAR_OK;
+}
+
+/// Device memory of a GPU session for one call (par_function_call on host
+/// memory), freed at the end.
+struct DeviceScratch {
+  par_session_t *s;
+  std::vector<void *> ptrs;
+  explicit DeviceScratch(par_session_t *s) : s(s) {}
+  ~DeviceScratch() {
+    for (void *p : ptrs)
+      s->gpu.free(p);
+  }
+  par_status_t alloc(size_t bytes, void **out) {
+    *out = nullptr;
+    if (par_status_t st = s->gpuCheck(s->gpu.alloc(out, std::max<size_t>(
+                                                            1, bytes)),
+                                      "allocating " + std::to_string(bytes) +
+                                          " bytes"))
+      return st;
+    ptrs.push_back(*out);
+    return PAR_OK;
+  }
+};
+
+/// Checks that `b` is one of the session's buffers with `bytes` in it.
+par_status_t checkRange(par_session_t *s, const par_buffer_t *b, size_t bytes,
+                        const char *what) {
+  if (!b || !s->buffers.count(const_cast<par_buffer_t *>(b)))
+    return s->fail(PAR_ERR_INVALID_ARGUMENT,
+                   std::string(what) + ": not a buffer of this session");
+  if (bytes > b->bytes)
+    return s->fail(PAR_ERR_INVALID_ARGUMENT,
+                   std::string(what) + ": " + std::to_string(bytes) +
+                       " bytes asked of a buffer of " +
+                       std::to_string(b->bytes));
+  return PAR_OK;
+}
+
+/// A copy in any direction: memcpy on the CPU, par_gpu_copy (UVA) on a GPU.
+par_status_t copyBytes(par_session_t *s, void *dst, const void *src,
+                       size_t bytes, const char *what) {
+  if (bytes == 0)
+    return PAR_OK;
+  if (!s->device) {
+    memcpy(dst, src, bytes);
+    return PAR_OK;
+  }
+  return s->gpuCheck(s->gpu.copy(dst, src, bytes),
+                     std::string(what) + " " + std::to_string(bytes) +
+                         " bytes");
+}
+
 
 } // namespace
 
@@ -122,6 +318,7 @@ par_status_t par_session_create(const char *artifact_dir,
   s->soPath = s->artifact + "/" + stem + ".so";
   if (!readManifest(s->manifestPath, s->manifest, createError))
     return PAR_ERR_INVALID_ARGUMENT;
+  s->device = s->manifest.target.rfind("cuda", 0) == 0;
   if (s->options.load_code && openCode(s.get()) != PAR_OK) {
     createError = s->error;
     return PAR_ERR_UNAVAILABLE;
@@ -155,6 +352,13 @@ par_status_t par_session_create(const char *artifact_dir,
 void par_session_destroy(par_session_t *session) {
   if (!session)
     return;
+  for (par_buffer_t *b : session->buffers) {
+    if (session->device)
+      session->gpu.free(b->data);
+    else
+      free(b->data);
+    delete b;
+  }
   if (session->handle)
     dlclose(session->handle);
   delete session;
@@ -166,6 +370,95 @@ const char *par_session_last_error(const par_session_t *session) {
 
 const char *par_session_manifest_path(const par_session_t *session) {
   return session->manifestPath.c_str();
+}
+
+const char *par_session_target(const par_session_t *session) {
+  return session->manifest.target.c_str();
+}
+
+int par_session_on_device(const par_session_t *session) {
+  return session->device ? 1 : 0;
+}
+
+par_status_t par_session_buffer_alloc(par_session_t *s, size_t bytes,
+                                      par_buffer_t **out_buffer) {
+  *out_buffer = nullptr;
+  auto b = std::make_unique<par_buffer_t>();
+  b->bytes = bytes;
+  size_t room = std::max<size_t>(1, bytes); // data is never null
+  if (!s->device) {
+    b->data = calloc(1, room);
+    if (!b->data)
+      return s->fail(PAR_ERR_OUT_OF_MEMORY,
+                     "cannot allocate " + std::to_string(bytes) + " bytes");
+  } else {
+    if (!s->handle)
+      return s->fail(PAR_ERR_UNAVAILABLE,
+                     "session buffers of a " + s->manifest.target +
+                         " program need its code loaded");
+    std::string what = "allocating " + std::to_string(bytes) + " bytes";
+    if (par_status_t st = s->gpuCheck(s->gpu.alloc(&b->data, room), what))
+      return st;
+    if (par_status_t st = s->gpuCheck(s->gpu.memsetZero(b->data, room),
+                                      "zero-filling " + std::to_string(bytes) +
+                                          " bytes")) {
+      s->gpu.free(b->data);
+      return st;
+    }
+  }
+  *out_buffer = b.get();
+  s->buffers.insert(b.release());
+  return PAR_OK;
+}
+
+void par_session_buffer_free(par_session_t *s, par_buffer_t *buffer) {
+  if (!buffer || !s->buffers.erase(buffer))
+    return;
+  if (s->device)
+    s->gpu.free(buffer->data);
+  else
+    free(buffer->data);
+  delete buffer;
+}
+
+size_t par_buffer_size(const par_buffer_t *buffer) { return buffer->bytes; }
+
+void *par_buffer_data(const par_buffer_t *buffer) { return buffer->data; }
+
+
+par_status_t par_session_buffer_upload(par_session_t *s, par_buffer_t *dst,
+                                       const void *src, size_t bytes) {
+  if (par_status_t st = checkRange(s, dst, bytes, "upload"))
+    return st;
+  return copyBytes(s, dst->data, src, bytes, "uploading");
+}
+
+par_status_t par_session_buffer_download(par_session_t *s,
+                                         const par_buffer_t *src, void *dst,
+                                         size_t bytes) {
+  if (par_status_t st = checkRange(s, src, bytes, "download"))
+    return st;
+  return copyBytes(s, dst, src->data, bytes, "downloading");
+}
+
+par_status_t par_session_buffer_copy(par_session_t *s, par_buffer_t *dst,
+                                     const par_buffer_t *src, size_t bytes) {
+  if (par_status_t st = checkRange(s, dst, bytes, "copy"))
+    return st;
+  if (par_status_t st = checkRange(s, src, bytes, "copy"))
+    return st;
+  return copyBytes(s, dst->data, src->data, bytes, "copying");
+}
+
+par_status_t par_session_buffer_zero(par_session_t *s, par_buffer_t *b) {
+  if (par_status_t st = checkRange(s, b, 0, "zero"))
+    return st;
+  if (!s->device) {
+    memset(b->data, 0, b->bytes);
+    return PAR_OK;
+  }
+  return s->gpuCheck(s->gpu.memsetZero(b->data, std::max<size_t>(1, b->bytes)),
+                     "zero-filling " + std::to_string(b->bytes) + " bytes");
 }
 
 par_status_t par_session_lookup_function(par_session_t *s, const char *name,
@@ -287,43 +580,93 @@ int64_t par_function_rank_of(const par_function_t *fn,
 
 par_status_t par_function_call(par_function_t *fn, const void *const *inputs,
                                void *const *outputs) {
-  const FunctionSpec &f = *fn->spec;
-  if (!fn->entry)
-    return fn->session->fail(PAR_ERR_UNAVAILABLE,
-                             "'" + f.name + "' was loaded without its code");
-  std::vector<std::vector<int64_t>> argDescs;
-  for (size_t i = 0; i < f.inputs.size(); ++i)
-    argDescs.push_back(descriptor(inputs[i], f.inputs[i].local));
-  size_t resultWords = 0;
-  for (const TensorSpec &t : f.outputs)
-    resultWords += 3 + 2 * t.local.size();
-  std::vector<int64_t> results(resultWords + 1, 0);
-  std::vector<void *> argv;
-  if (!f.outputs.empty())
-    argv.push_back(results.data());
-  for (std::vector<int64_t> &d : argDescs)
-    argv.push_back(d.data());
-  fn->entry(argv.data());
-  // Copy the results out and free what the program allocated, once: a
-  // result may alias an input or another result.
-  std::set<intptr_t> owned;
-  for (size_t i = 0; i < f.inputs.size(); ++i)
-    owned.insert((intptr_t)inputs[i]);
-  size_t w = 0;
-  for (size_t k = 0; k < f.outputs.size(); ++k) {
-    const TensorSpec &t = f.outputs[k];
-    char *alloc = (char *)(intptr_t)results[w];
-    char *aligned = (char *)(intptr_t)results[w + 1];
-    int64_t es = par_dtype_info(t.dtype)->element_size;
-    memcpy(outputs[k], aligned + results[w + 2] * es, t.localCount * es);
-    if (!owned.count((intptr_t)aligned) && !owned.count((intptr_t)alloc)) {
-      owned.insert((intptr_t)aligned);
-      owned.insert((intptr_t)alloc);
-      free(alloc);
-    }
-    w += 3 + 2 * t.local.size();
+  if (par_status_t st = needCode(fn))
+    return st;
+  par_session_t *s = fn->session;
+  if (!s->device) {
+    callHost(fn, inputs, outputs);
+    return PAR_OK;
   }
+  // A GPU program: device copies of the inputs and room for the outputs.
+  const FunctionSpec &f = *fn->spec;
+  DeviceScratch scratch(s);
+  std::vector<void *> in(f.inputs.size()), out(f.outputs.size());
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    int64_t bytes = localBytes(f.inputs[i]);
+    if (par_status_t st = scratch.alloc(bytes, &in[i]))
+      return st;
+    if (par_status_t st = s->gpuCheck(s->gpu.copy(in[i], inputs[i], bytes),
+                                      "copying arg" + std::to_string(i) +
+                                          " of '" + f.name + "' in"))
+      return st;
+  }
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    if (par_status_t st = scratch.alloc(localBytes(f.outputs[k]), &out[k]))
+      return st;
+  if (par_status_t st = callDevice(fn, in.data(), out.data()))
+    return st;
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    if (par_status_t st = s->gpuCheck(
+            s->gpu.copy(outputs[k], out[k], localBytes(f.outputs[k])),
+            "copying result" + std::to_string(k) + " of '" + f.name + "' out"))
+      return st;
   return PAR_OK;
+}
+
+par_status_t par_function_call_buffers(par_function_t *fn,
+                                       par_buffer_t *const *inputs,
+                                       par_buffer_t *const *outputs) {
+  if (par_status_t st = needCode(fn))
+    return st;
+  par_session_t *s = fn->session;
+  const FunctionSpec &f = *fn->spec;
+  std::vector<void *> in, out;
+  std::set<const par_buffer_t *> seen;
+  auto take = [&](par_buffer_t *b, const TensorSpec &t, const char *what,
+                  size_t i, std::vector<void *> &ptrs) -> par_status_t {
+    std::string name = "'" + f.name + "' " + what + std::to_string(i);
+    if (!b || !s->buffers.count(b))
+      return s->fail(PAR_ERR_INVALID_ARGUMENT,
+                     name + " is not a buffer of this session");
+    if (b->bytes < (size_t)localBytes(t))
+      return s->fail(PAR_ERR_INVALID_ARGUMENT,
+                     name + " needs " + std::to_string(localBytes(t)) +
+                         " bytes, its buffer has " + std::to_string(b->bytes));
+    if (!seen.insert(b).second)
+      return s->fail(PAR_ERR_INVALID_ARGUMENT,
+                     name + "'s buffer is also an argument's or another " +
+                         "result's (outputs must not alias inputs or each " +
+                         "other: "
+                         "keep two buffer sets for fed-back state and swap "
+                         "them)");
+    ptrs.push_back(b->data);
+    return PAR_OK;
+  };
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    // An input may be passed twice; only outputs must be distinct.
+    par_buffer_t *b = inputs[i];
+    if (!b || !s->buffers.count(b))
+      return s->fail(PAR_ERR_INVALID_ARGUMENT,
+                     "'" + f.name + "' arg" + std::to_string(i) +
+                         " is not a buffer of this session");
+    if (b->bytes < (size_t)localBytes(f.inputs[i]))
+      return s->fail(PAR_ERR_INVALID_ARGUMENT,
+                     "'" + f.name + "' arg" + std::to_string(i) + " needs " +
+                         std::to_string(localBytes(f.inputs[i])) +
+                         " bytes, its buffer has " + std::to_string(b->bytes));
+    in.push_back(b->data);
+  }
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    seen.insert(inputs[i]);
+  out.reserve(f.outputs.size());
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    if (par_status_t st = take(outputs[k], f.outputs[k], "result", k, out))
+      return st;
+  if (!s->device) {
+    callHost(fn, in.data(), out.data());
+    return PAR_OK;
+  }
+  return callDevice(fn, in.data(), out.data());
 }
 
 par_status_t par_function_scatter(const par_function_t *fn, par_io_t io,

@@ -8,9 +8,14 @@
  * local shape and sharding), scatters layout-independent global inputs,
  * calls the function on every rank, gathers each output to rank 0 and
  * compares it with a plain C evaluation of the test program
- * (test/e2e/Inputs/tanh-dp2.mlir: tanh(x @ w)). Then the error paths: an
- * unknown function, a missing artifact. Prints PASS/FAIL lines and exits
- * non-zero on any FAIL. Used by test/Runtime/session-api.test.
+ * (test/e2e/Inputs/tanh-dp2.mlir: tanh(x @ w)). Then the same through
+ * session buffers (par_session_buffer_*, par_function_call_buffers): one
+ * call, and two with the result swapped into x's place (y has x's layout),
+ * bit for bit equal to par_function_call's; buffer copy and zero; and the
+ * refused calls (an output aliasing an input, a buffer too small). Then the
+ * error paths: an unknown function, a missing artifact. Prints PASS/FAIL
+ * lines and exits non-zero on any FAIL. Used by
+ * test/Runtime/session-api.test.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -85,7 +90,82 @@ static double maxError(const float *x, const float *w, const float *y,
   return err;
 }
 
-static void run(par_function_t *f) {
+/* The session buffer API on the same call (inputs lx, lw; par_function_
+ * call's results y1 = f(x), y2 = f(y1) given). */
+static void runBuffers(par_session_t *s, par_function_t *f, const float *lx,
+                       const float *lw, const float *ly1, const float *ly2) {
+  int root = par_function_rank(f) == 0;
+  par_tensor_info_t tx, tw, ty;
+  par_function_tensor(f, PAR_INPUT, 0, &tx);
+  par_function_tensor(f, PAR_INPUT, 1, &tw);
+  par_function_tensor(f, PAR_OUTPUT, 0, &ty);
+  size_t bx = sizeof(float) * (size_t)tx.local_count,
+         bw = sizeof(float) * (size_t)tw.local_count,
+         by = sizeof(float) * (size_t)ty.local_count;
+  if (root)
+    printf("target %s, on device %d\n", par_session_target(s),
+           par_session_on_device(s));
+  par_buffer_t *x = NULL, *w = NULL, *y = NULL, *c = NULL, *small = NULL;
+  check(par_session_buffer_alloc(s, bx, &x) == PAR_OK &&
+            par_session_buffer_alloc(s, bw, &w) == PAR_OK &&
+            par_session_buffer_alloc(s, by, &y) == PAR_OK &&
+            par_session_buffer_alloc(s, bx, &c) == PAR_OK &&
+            par_session_buffer_alloc(s, by / 2, &small) == PAR_OK &&
+            par_buffer_size(x) == bx,
+        "buffer_alloc");
+  float *host = calloc(1, by > bx ? by : bx);
+  check(par_session_buffer_download(s, y, host, by) == PAR_OK &&
+            host[0] == 0.0f && host[ty.local_count - 1] == 0.0f,
+        "buffers start zero-filled");
+  check(par_session_buffer_upload(s, x, lx, bx) == PAR_OK &&
+            par_session_buffer_upload(s, w, lw, bw) == PAR_OK,
+        "buffer_upload");
+  par_buffer_t *ins[2] = {x, w}, *outs[1] = {y};
+  check(par_function_call_buffers(f, ins, outs) == PAR_OK, "call_buffers");
+  check(par_session_buffer_download(s, y, host, by) == PAR_OK &&
+            memcmp(host, ly1, by) == 0,
+        "call_buffers equals call (bit for bit)");
+  /* Feed the result back: swap x's and y's buffers, call again. */
+  par_buffer_t *t = x;
+  x = y;
+  y = t;
+  ins[0] = x;
+  outs[0] = y;
+  check(par_function_call_buffers(f, ins, outs) == PAR_OK &&
+            par_session_buffer_download(s, y, host, by) == PAR_OK &&
+            memcmp(host, ly2, by) == 0,
+        "swapped buffers: second call equals call (bit for bit)");
+  check(par_session_buffer_copy(s, c, y, by) == PAR_OK &&
+            par_session_buffer_download(s, c, host, by) == PAR_OK &&
+            memcmp(host, ly2, by) == 0,
+        "buffer_copy");
+  check(par_session_buffer_zero(s, c) == PAR_OK &&
+            par_session_buffer_download(s, c, host, by) == PAR_OK &&
+            host[0] == 0.0f && host[ty.local_count - 1] == 0.0f,
+        "buffer_zero");
+  outs[0] = x;
+  check(par_function_call_buffers(f, ins, outs) != PAR_OK,
+        "an output aliasing an input refused");
+  if (root)
+    printf("error: %s\n", par_session_last_error(s));
+  outs[0] = small;
+  check(par_function_call_buffers(f, ins, outs) != PAR_OK,
+        "a too small output buffer refused");
+  if (root)
+    printf("error: %s\n", par_session_last_error(s));
+  check(par_session_buffer_download(s, small, host, by) != PAR_OK,
+        "a download past the end refused");
+  if (root)
+    printf("error: %s\n", par_session_last_error(s));
+  par_session_buffer_free(s, x);
+  par_session_buffer_free(s, y);
+  par_session_buffer_free(s, c);
+  par_session_buffer_free(s, NULL);
+  /* w and small are left for par_session_destroy. */
+  free(host);
+}
+
+static void run(par_session_t *s, par_function_t *f) {
   par_function_info_t fi;
   par_function_info(f, &fi);
   int root = par_function_rank(f) == 0;
@@ -113,6 +193,15 @@ static void run(par_function_t *f) {
     printf("max abs error %.3g (tolerance 1e-5: f32 products and tanh)\n",
            err);
     check(err < 1e-5, "result equals tanh(x @ w)");
+  }
+  /* y2 = f(y1), y1 = ly: tanh(x @ w) has x's local layout. */
+  if (tx.local_count == ty.local_count) {
+    float *ly2 = malloc(sizeof(float) * (size_t)ty.local_count);
+    const void *ins2[2] = {ly, lw};
+    void *outs2[1] = {ly2};
+    check(par_function_call(f, ins2, outs2) == PAR_OK, "call on the result");
+    runBuffers(s, f, lx, lw, ly, ly2);
+    free(ly2);
   }
   free(x);
   free(w);
@@ -166,7 +255,7 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < fi.num_outputs; ++i)
       printTensor(f, &fi, PAR_OUTPUT, i);
   }
-  run(f);
+  run(s, f);
   par_function_t *none = NULL;
   check(par_session_lookup_function(s, "no_such_function", &none) != PAR_OK,
         "unknown function refused");

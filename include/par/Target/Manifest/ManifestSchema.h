@@ -7,7 +7,7 @@
 // A change to a key's meaning or a value's format bumps kVersion; the reader
 // refuses any other version.
 //
-//   { "version": N,
+//   { "version": N, "target"?: "cpu" | "cuda:sm_90",
 //     "functions": [ { "name", "mesh": {"name", "axes": [{"name", "size"}]},
 //                      "inputs": [tensor], "outputs": [tensor],
 //                      "roles"?: { "grad"?, "step"?, "update"?, "logits"? },
