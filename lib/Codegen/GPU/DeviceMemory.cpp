@@ -124,21 +124,25 @@ struct DeviceMemoryPass
         continue;
       }
       if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
-        // A constant's device copy for this call: allocated, filled from
-        // the host copy, freed when the function returns.
+        // A constant's device copy for the call: made at the function's
+        // entry (a global needs nothing defined before it), filled from
+        // the host copy, freed at every return.
         auto type = cast<MemRefType>(global.getType());
         if (!type.getLayout().isIdentity()) {
           op->emitError("par-gpu-device-memory: a constant with a strided "
                         "layout has no device copy");
           return signalPassFailure();
         }
-        b.setInsertionPointAfter(op);
-        auto alloc = gpu::AllocOp::create(b, loc, type, Type(), ValueRange(),
-                                          ValueRange(), ValueRange());
-        global.getResult().replaceAllUsesExcept(alloc.getMemref(), {});
-        gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), alloc.getMemref(),
-                              global.getResult());
         auto fn = op->getParentOfType<func::FuncOp>();
+        OpBuilder eb(&fn.getBody().front(), fn.getBody().front().begin());
+        Value host = memref::GetGlobalOp::create(eb, loc, type,
+                                                 global.getNameAttr());
+        auto alloc = gpu::AllocOp::create(eb, loc, type, Type(), ValueRange(),
+                                          ValueRange(), ValueRange());
+        gpu::MemcpyOp::create(eb, loc, Type(), ValueRange(), alloc.getMemref(),
+                              host);
+        global.getResult().replaceAllUsesWith(alloc.getMemref());
+        op->erase();
         fn.walk([&](func::ReturnOp ret) {
           OpBuilder rb(ret);
           gpu::DeallocOp::create(rb, loc, Type(), ValueRange(),

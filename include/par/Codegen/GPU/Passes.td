@@ -51,7 +51,8 @@ def DeviceMemory : Pass<"par-gpu-device-memory", "ModuleOp"> {
     `gpu-async-region`; the runtime allocates them stream-ordered from a
     pool, so a steady-state step allocates nothing from the driver);
     `memref.get_global` (a constant's host copy) becomes a device buffer
-    filled by `gpu.memcpy`. Host code must not read or write device
+    made at the function's entry, filled by `gpu.memcpy` and freed at its
+    returns. Host code must not read or write device
     memory: a `memref.load` left outside a kernel (a loop bound or a
     branch condition computed on the device) becomes a one-thread kernel
     copying the element to a device scalar, copied to a host scalar the
