@@ -18,6 +18,7 @@
 namespace mlir::par::test {
 void registerTestShardingRulesPass();
 void registerTestEmulateGPULaunchPass();
+void registerTestLowerEmulatedGPUPipeline();
 } // namespace mlir::par::test
 
 int main(int argc, char **argv) {
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
   mlir::par::registerAllParPasses();
   mlir::par::test::registerTestShardingRulesPass();
   mlir::par::test::registerTestEmulateGPULaunchPass();
+  mlir::par::test::registerTestLowerEmulatedGPUPipeline();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "par optimizer driver: sharding, partitioning and lowering\n",
       registry));

@@ -168,4 +168,7 @@ namespace mlir::par::test {
 void registerTestEmulateGPULaunchPass() {
   PassRegistration<TestEmulateGPULaunchPass>();
 }
+std::unique_ptr<Pass> createTestEmulateGPULaunchPass() {
+  return std::make_unique<TestEmulateGPULaunchPass>();
+}
 } // namespace mlir::par::test
