@@ -4,7 +4,7 @@
 # for lit. Idempotent; skips apt when everything is already there.
 set -euo pipefail
 
-PKGS=(cmake ninja-build g++ python3 ccache
+PKGS=(cmake ninja-build g++ python3 python3-venv ccache
       llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
       libopenmpi-dev openmpi-bin libopenblas-dev libzstd-dev
       python3-numpy python3-torch  # the PyTorch parity tests' reference

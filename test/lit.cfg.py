@@ -54,6 +54,9 @@ llvm_config.add_tool_substitutions(["par-runtime-test", "par-session-test", "llv
 #          libpar_runtime_gpu.so) and tools (par-gpu-test, par-gemm-bench)
 #          were built: a toolkit was found, a GPU is not needed.
 #          %cuda_driver_dir is the directory of its libcuda (the stub).
+#   torch-mlir  the frontend environment (scripts/install-frontend.sh: torch
+#          2.15, torch-mlir, transformers) is installed: par-import works;
+#          %torch_python is its Python (with python/ on PYTHONPATH).
 def _succeeds(cmd):
     try:
         return subprocess.run(cmd, stdout=subprocess.DEVNULL,
@@ -65,6 +68,16 @@ if shutil.which("mpirun"):
     config.available_features.add("mpi")
 if _succeeds([sys.executable, "-c", "import torch"]):
     config.available_features.add("torch")
+_frontend_venv = subprocess.run(
+    ["bash", os.path.join(config.par_src_root, "scripts", "install-frontend.sh"),
+     "--print-path"], capture_output=True, text=True).stdout.strip()
+if _frontend_venv and os.path.exists(os.path.join(_frontend_venv, ".par-complete")):
+    config.available_features.add("torch-mlir")
+config.substitutions.append(
+    ("%torch_python", "env PYTHONPATH=%s %s" % (
+        os.path.join(config.par_src_root, "python"),
+        os.path.join(_frontend_venv, "bin", "python"))))
+llvm_config.add_tool_substitutions(["par-import"], tool_dirs)
 if shutil.which("nvidia-smi") and _succeeds(["nvidia-smi", "-L"]):
     config.available_features.add("cuda")
     config.available_features.add("cuda-device")
