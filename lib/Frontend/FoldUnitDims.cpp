@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 
 #define DEBUG_TYPE "par-fold-unit-dims"
 
@@ -35,6 +36,14 @@ struct FoldUnitDimsPass
         RankReductionStrategy::ReassociativeReshape;
     linalg::populateFoldUnitExtentDimsPatterns(patterns, options);
     linalg::populateMoveInitOperandsToInputPattern(patterns);
+    // The reshapes folding leaves around fills and empties (a keepdim sum's
+    // init as collapse_shape(fill)) become fills of the folded shape: the
+    // partitioner recognises a fill of the neutral value as a split
+    // reduction's valid init.
+    linalg::FillOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::populateFoldTensorEmptyPatterns(patterns);
     FrozenRewritePatternSet frozen(std::move(patterns));
     if (failed(applyPatternsKeepingStage(getOperation(), frozen))) {
       getOperation().emitOpError("par-fold-unit-dims did not converge");
