@@ -18,6 +18,7 @@
 #include "par/Dialect/Par/IR/ParDialect.h"
 #include "par/Dialect/Par/Transforms/BufferizableOpInterfaceImpl.h"
 #include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Frontend/Passes.h"
 #include "par/Pipelines/Pipelines.h"
 #include "par/Pipelining/Passes.h"
 #include "par/Target/CPU/SharedObject.h"
@@ -39,6 +40,8 @@ inline void registerAllParDialects(DialectRegistry &registry) {
 
 /// Every par pass and pipeline.
 inline void registerAllParPasses() {
+  registerParFrontendPasses();
+  registerParFrontendPipelines();
   registerParTransformsPasses();
   registerParTrainingPasses();
   registerParPipeliningPasses();

@@ -10,6 +10,7 @@
 #include "par/Codegen/GPU/Passes.h"
 #include "par/Conversion/ParToRuntime/Passes.h"
 #include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Frontend/Passes.h"
 #include "par/Pipelining/Passes.h"
 #include "par/Target/Manifest/Passes.h"
 #include "par/Training/Passes.h"
@@ -403,6 +404,11 @@ void mlir::par::buildLowerCPUPipeline(OpPassManager &pm) {
 
 void mlir::par::buildFrontendPipeline(OpPassManager &pm,
                                       const CompileOptions &options) {
+  // Before everything: torch-mlir's forms (fpowi, keepdim unit dims, the
+  // dead argmax, pads, row gathers) become ones that mixed precision,
+  // the pipeline split, autodiff and the sharding rules take. It preserves
+  // semantics and leaves other programs as they are, so it is always on.
+  buildNormalizeTorchPipeline(pm);
   buildPrecisionPhase(pm, options);
   buildPipelineSplitPhase(pm, options);
   buildTrainPhase(pm, options);

@@ -130,12 +130,19 @@ private:
     } else if (isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MinimumFOp,
                    arith::MinNumFOp>(op)) {
       bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp>(op);
+      // Ties go to the operand with a tangent: in a reduction's combiner
+      // `max(acc, g)` the accumulator (the final maximum) has none, and g
+      // gets the gradient where it attains the maximum.
+      Value tx = t(0), ty = t(1);
+      if (!tx) {
+        std::swap(x, y);
+        std::swap(tx, ty);
+      }
       Value pickX = arith::CmpFOp::create(
           b, loc, isMax ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OLE,
           x, y);
       Value zero = constant(type, 0.0);
-      out = arith::SelectOp::create(b, loc, pickX, t(0) ? t(0) : zero,
-                                    t(1) ? t(1) : zero);
+      out = arith::SelectOp::create(b, loc, pickX, tx, ty ? ty : zero);
     } else if (auto sel = dyn_cast<arith::SelectOp>(op)) {
       Value zero = constant(type, 0.0);
       Value tt = tangents.lookup(sel.getTrueValue());
@@ -192,10 +199,23 @@ bool isSumCombiner(linalg::GenericOp op, int64_t r) {
          (def->getOperand(0) == acc || def->getOperand(1) == acc);
 }
 
-/// Reports a reduction with an adjoint whose combiner is not a sum.
+/// Whether result `r` of a reduction is a maximum or minimum
+/// (y = max(g(x), acc)): torch's amax of softmax and log_softmax.
+bool isExtremumCombiner(linalg::GenericOp op, int64_t r) {
+  auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
+  BlockArgument acc = op.getRegionOutputArgs()[r];
+  Operation *def = yield.getOperand(r).getDefiningOp();
+  return def &&
+         isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MinimumFOp,
+             arith::MinNumFOp>(def) &&
+         (def->getOperand(0) == acc || def->getOperand(1) == acc);
+}
+
+/// Reports a reduction with an adjoint whose combiner is not a sum, a
+/// maximum or a minimum.
 LogicalResult emitCombinerError(linalg::GenericOp op) {
   return op.emitOpError("reduces with a combiner par-autodiff cannot "
-                        "differentiate (only sums)");
+                        "differentiate (only sums, maxima and minima)");
 }
 
 /// `v` converted to the float type `type` (extf or truncf; v if it is one).
@@ -217,6 +237,10 @@ struct AdjointOperands {
   SmallVector<AffineMap> maps;
   /// The results whose dy is an operand, in operand order.
   SmallVector<int64_t> dyResults;
+  /// Extremum (max/min) reductions: result r and the position in `inputs`
+  /// of the result itself, which the recomputed body reads as its
+  /// accumulator (so `max(g(x), y)` picks g where g is the maximum).
+  SmallVector<std::pair<int64_t, unsigned>> resultAccs;
 };
 
 AdjointOperands getAdjointOperands(linalg::GenericOp op, AdjointState &state,
@@ -232,6 +256,13 @@ AdjointOperands getAdjointOperands(linalg::GenericOp op, AdjointState &state,
       ops.maps.push_back(widen(op.getIndexingMapMatchingResult(res)));
       ops.dyResults.push_back(r);
     }
+  if (op.getNumReductionLoops() > 0)
+    for (auto [r, res] : llvm::enumerate(op.getResults()))
+      if (state.getAdjoint(res) && isExtremumCombiner(op, r)) {
+        ops.resultAccs.emplace_back(r, ops.inputs.size());
+        ops.inputs.push_back(res);
+        ops.maps.push_back(widen(op.getIndexingMapMatchingResult(res)));
+      }
   return ops;
 }
 
@@ -255,17 +286,21 @@ SmallVector<utils::IteratorType> getAdjointIterators(AffineMap out) {
 /// tangent rule, yields the accumulator, sets `badOp` and fails.
 LogicalResult recomputeWithTangents(OpBuilder &nb, Location nloc,
                                     linalg::GenericOp op, ValueRange args,
-                                    ArrayRef<int64_t> dyResults, Value wrt,
+                                    const AdjointOperands &ops, Value wrt,
                                     IRMapping &map,
                                     function_ref<void(Value)> add,
                                     Operation *&badOp) {
   // Inputs map to themselves; in a reduction the running value is
-  // irrelevant to the derivative (sum combiners), so outputs read their
-  // init.
+  // irrelevant to the derivative of a sum, so its output reads its init; a
+  // maximum's reads the final maximum, so the combiner's tangent is g's
+  // where g attains it.
+  ArrayRef<int64_t> dyResults = ops.dyResults;
   Block *body = op.getBody();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   for (auto [i, arg] : llvm::enumerate(body->getArguments()))
     map.map(arg, args[i]);
+  for (auto [r, pos] : ops.resultAccs)
+    map.map(op.getRegionOutputArgs()[r], args[pos]);
   SmallVector<Operation *> cloned;
   for (Operation &bop : body->without_terminator())
     cloned.push_back(nb.clone(bop, map));
@@ -355,7 +390,7 @@ LogicalResult buildOperandAdjoint(linalg::GenericOp op, OpOperand *target,
           acc = arith::AddFOp::create(nb, nloc, acc,
                                       castFloat(nb, nloc, contrib, accType));
         };
-        if (failed(recomputeWithTangents(nb, nloc, op, args, ops.dyResults, wrt,
+        if (failed(recomputeWithTangents(nb, nloc, op, args, ops, wrt,
                                          map, add, badOp))) {
           failedBody = true;
           return;
@@ -427,7 +462,7 @@ LogicalResult buildCapturedReadAdjoint(linalg::GenericOp op,
               contrib ? arith::AddFOp::create(nb, nloc, contrib, c).getResult()
                       : c;
         };
-        if (failed(recomputeWithTangents(nb, nloc, op, args, ops.dyResults,
+        if (failed(recomputeWithTangents(nb, nloc, op, args, ops,
                                          read.getResult(), map, add, badOp))) {
           failedBody = true;
           return;
@@ -508,7 +543,8 @@ LogicalResult genericAdjoint(linalg::GenericOp op, AdjointState &state) {
   // contribution when each result is combined by a sum (y = acc + g(x)).
   if (hasReduction)
     for (auto [r, res] : llvm::enumerate(op.getResults()))
-      if (state.getAdjoint(res) && !isSumCombiner(op, r))
+      if (state.getAdjoint(res) && !isSumCombiner(op, r) &&
+          !isExtremumCombiner(op, r))
         return emitCombinerError(op);
 
   // Inits: in a reduction only a sum combiner passes its init through.
@@ -521,6 +557,11 @@ LogicalResult genericAdjoint(linalg::GenericOp op, AdjointState &state) {
       continue; // The init only gives the shape.
     if (!hasReduction)
       continue; // Handled like an input below.
+    if (isExtremumCombiner(op, r))
+      return op.emitOpError("takes the maximum or minimum with an init that "
+                            "depends on a parameter; par-autodiff "
+                            "differentiates only a constant init (torch's "
+                            "-inf) there");
     if (!isSumCombiner(op, r))
       return emitCombinerError(op);
     state.accumulate(init.get(), dy);

@@ -6,6 +6,9 @@
 // functions, so nothing about the order of passes lives in a script or a
 // README. The phases, in order:
 //
+//   normalize       always: torch-mlir's forms to par's
+//                   (par-normalize-torch, lib/Frontend)
+//   precision       precision != f32: mixed precision, loss scale
 //   pipeline split  stages > 0: forward stage functions, cut by cost
 //   train           optimizer != none: gradients (par-autodiff) and the
 //                   step (par-optimizer)
@@ -363,7 +366,7 @@ void buildLowerCPUPhase(OpPassManager &pm);
 /// the LLVM dialect with the kernels serialized into the module.
 void buildLowerGPUPhase(OpPassManager &pm, const GPUTargetOptions &options);
 
-/// The front half (split, train, schedule): what the sharded program and
+/// The front half (normalize, precision, split, train, schedule): what the sharded program and
 /// its reference share.
 void buildFrontendPipeline(OpPassManager &pm, const CompileOptions &options);
 /// The back half (spmd or strip, export, bufferize, lower).
