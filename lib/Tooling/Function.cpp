@@ -114,7 +114,8 @@ bool Tensor::replicated() const {
 
 namespace {
 
-Tensor tensorFrom(const par_tensor_info_t &info) {
+Tensor tensorFrom(const par_function_t *fn, par_io_t io, int64_t index,
+                  const par_tensor_info_t &info) {
   Tensor t;
   const par_dtype_info_t *d = par_dtype_info(info.dtype);
   t.dtype = info.dtype;
@@ -132,6 +133,11 @@ Tensor tensorFrom(const par_tensor_info_t &info) {
   t.partialKind = info.partial_kind;
   t.init = info.init;
   t.role = info.role ? info.role : "";
+  t.name = info.name ? info.name : "";
+  for (int64_t k = 0; k < info.num_aliases; ++k)
+    if (const char *a = par_function_tensor_alias(fn, io, index, k))
+      t.aliases.push_back(a);
+  t.vocab = info.vocab;
   t.globalCount = info.global_count;
   t.localCount = info.local_count;
   return t;
@@ -153,7 +159,7 @@ Function::Function(par_session_t *session, par_function_t *fn)
     for (int64_t i = 0; i < n; ++i) {
       par_tensor_info_t t;
       check(par_function_tensor(fn, io, i, &t));
-      (io == PAR_INPUT ? inputs : outputs).push_back(tensorFrom(t));
+      (io == PAR_INPUT ? inputs : outputs).push_back(tensorFrom(fn, io, i, t));
     }
   }
   for (int64_t i = 0; i < info.num_feedback; ++i)
@@ -189,6 +195,20 @@ std::vector<size_t> Function::errorFeedbackInputs() const {
     if (inputs[i].errorFeedback())
       out.push_back(i);
   return out;
+}
+
+std::optional<size_t> Function::inputWithRole(const std::string &role) const {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].role == role)
+      return i;
+  return std::nullopt;
+}
+
+std::string inputLabel(const std::vector<Tensor> &inputs, size_t index) {
+  std::string label = "arg" + std::to_string(index);
+  if (index < inputs.size() && !inputs[index].name.empty())
+    label += " (" + inputs[index].name + ")";
+  return label;
 }
 
 int64_t Function::devices() const {

@@ -617,8 +617,12 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           update.setArgAttr(a, ParDialect::kInitAttrName,
                             InitAttr::get(b.getContext(), InitKind::Zeros));
       }
-      if (Attribute init = fn.getArgAttr(p, ParDialect::kInitAttrName))
-        update.setArgAttr(j, ParDialect::kInitAttrName, init);
+      // The parameter (argument j) keeps its initialiser and names; its
+      // gradient and state take none.
+      for (StringRef a : {ParDialect::kInitAttrName, ParDialect::kNameAttrName,
+                          ParDialect::kAliasesAttrName})
+        if (Attribute attr = fn.getArgAttr(p, a))
+          update.setArgAttr(j, a, attr);
       for (unsigned rep = 0; rep < 1 + K; ++rep)
         if (sharding)
           update.setResultAttr(rep * P + j, ParDialect::kShardingAttrName,
@@ -778,11 +782,16 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                               << "': the symbol exists";
     auto step = func::FuncOp::create(b, loc, name,
                                      b.getFunctionType(argTypes, resultTypes));
-    // Keep the user's shardings; state arguments share their parameter's.
+    // Keep the user's shardings, initialisers and the frontend's names and
+    // data roles (parameters and data arguments keep theirs; state
+    // arguments get none); state arguments share their parameter's
+    // sharding.
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      for (StringRef a : {ParDialect::kShardingAttrName,
-                          ParDialect::kInitAttrName,
-                          ParDialect::kLossScaleAttrName})
+      for (StringRef a :
+           {ParDialect::kShardingAttrName, ParDialect::kInitAttrName,
+            ParDialect::kLossScaleAttrName, ParDialect::kNameAttrName,
+            ParDialect::kAliasesAttrName, ParDialect::kDataAttrName,
+            ParDialect::kVocabAttrName})
         if (Attribute s = fn.getArgAttr(i, a))
           step.setArgAttr(i, a, s);
     // State starts at zero; the step number at one; the hysteresis tracker

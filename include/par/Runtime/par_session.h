@@ -293,10 +293,23 @@ typedef struct par_tensor_info_t {
    * buffer of gradient compression: state fed back like optimizer state,
    * one row per device; the unsharded reference has no such input). */
   const char *role;
+  /* The frontend's names (par-import; "" without): the PyTorch name of the
+   * tensor (par.name, its key in a state_dict or .safetensors file) and the
+   * number of its other names (a tied parameter's par.aliases, each from
+   * par_function_tensor_alias). `vocab` > 0 for an input of role "tokens"
+   * or "targets" whose values lie in [0, vocab) (par.vocab); else 0. */
+  const char *name;
+  int64_t num_aliases;
+  int64_t vocab;
 } par_tensor_info_t;
 
 par_status_t par_function_tensor(const par_function_t *function, par_io_t io,
                                  int64_t index, par_tensor_info_t *out_info);
+
+/* Alias `k` (0 <= k < num_aliases) of tensor (io, index): a string owned by
+ * the session; NULL if out of range. */
+const char *par_function_tensor_alias(const par_function_t *function,
+                                      par_io_t io, int64_t index, int64_t k);
 
 /* This process's rank and its coordinates on the function's mesh
  * (num_axes values), and the rank of given coordinates. */

@@ -24,8 +24,11 @@
  * all-reduces (par_rt_k_bucket_all_reduce, par_rt_k_all_reduce_start,
  * par_rt_k_wait, par_rt_request_wait). 4: per-kernel statistics
  * (par_rt_context_kernel_stats); the session's gradient compression
- * (par_function_info_t.compression_*) and "error_feedback" inputs. */
-#define PAR_RT_API_VERSION 4
+ * (par_function_info_t.compression_*) and "error_feedback" inputs. 5: the
+ * session's tensor names, aliases and vocabularies (par_tensor_info_t.name,
+ * num_aliases, vocab; par_function_tensor_alias) and the roles "tokens" and
+ * "targets". */
+#define PAR_RT_API_VERSION 5
 
 #ifdef __cplusplus
 extern "C" {

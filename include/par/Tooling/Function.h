@@ -76,7 +76,14 @@ struct Tensor {
   std::vector<int64_t> partial;           // mesh axes holding partial sums
   par_reduction_t partialKind = PAR_SUM;
   std::string init;
-  std::string role; // "", "loss_scale" or "error_feedback"
+  std::string role; // "", "loss_scale", "error_feedback",
+                    // "compression_step", "tokens" or "targets"
+  /// The frontend's PyTorch name ("" without: par.name), a tied
+  /// parameter's other names (par.aliases) and a tokens/targets input's
+  /// vocabulary (values in [0, vocab); 0: none).
+  std::string name;
+  std::vector<std::string> aliases;
+  int64_t vocab = 0;
   int64_t globalCount = 1, localCount = 1;
 
   /// An error-feedback buffer of gradient compression (role
@@ -93,6 +100,10 @@ struct Tensor {
   /// No dimension split and no partial axis.
   bool replicated() const;
 };
+
+/// How messages name input `index` of `f`: "argK", followed by
+/// " (NAME)" when the input has a PyTorch name.
+std::string inputLabel(const std::vector<Tensor> &inputs, size_t index);
 
 /// Gradient compression of a train step or a stage update
 /// (par-compress-gradients): per call and rank by the ring formulas, the
@@ -131,6 +142,8 @@ public:
 
   /// The inputs of role "error_feedback", in order.
   std::vector<size_t> errorFeedbackInputs() const;
+  /// The first input of role `role` ("tokens", "targets"), if any.
+  std::optional<size_t> inputWithRole(const std::string &role) const;
 
   int64_t devices() const;
   int64_t axisIndex(const std::string &axis) const;

@@ -32,6 +32,10 @@ struct MarkEntryPointsPass
         fn.removeArgAttr(i, ParDialect::kLossScaleAttrName);
         fn.removeArgAttr(i, ParDialect::kErrorFeedbackAttrName);
         fn.removeArgAttr(i, ParDialect::kCompressionStepAttrName);
+        fn.removeArgAttr(i, ParDialect::kNameAttrName);
+        fn.removeArgAttr(i, ParDialect::kAliasesAttrName);
+        fn.removeArgAttr(i, ParDialect::kDataAttrName);
+        fn.removeArgAttr(i, ParDialect::kVocabAttrName);
       }
       for (unsigned i = 0; i < fn.getNumResults(); ++i) {
         fn.removeResultAttr(i, sharding);

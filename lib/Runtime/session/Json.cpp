@@ -24,6 +24,10 @@ const std::string *JsonValue::string() const {
   return kind_ == Kind::String ? &string_ : nullptr;
 }
 
+const std::map<std::string, JsonValue> *JsonValue::object() const {
+  return kind_ == Kind::Object ? &object_ : nullptr;
+}
+
 const std::vector<JsonValue> *JsonValue::array() const {
   return kind_ == Kind::Array ? &array_ : nullptr;
 }

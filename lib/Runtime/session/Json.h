@@ -3,7 +3,8 @@
 // The session reads manifests without LLVM: a JSON value tree (null, bool,
 // number, string, array, object) and a parser that reports the first error
 // with its line. Numbers keep their integer value when they have one.
-// Internal to the session library.
+// Internal to the session library (and the tooling's safetensors reader,
+// which shares it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +38,8 @@ public:
   const std::string *string() const;
   /// The elements, if it is an array.
   const std::vector<JsonValue> *array() const;
+  /// The members, if it is an object.
+  const std::map<std::string, JsonValue> *object() const;
   /// Member `key` of an object (nullptr if this is not an object or it
   /// lacks the key).
   const JsonValue *get(const std::string &key) const;

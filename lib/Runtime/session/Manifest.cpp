@@ -5,7 +5,8 @@
 // session relies on: the schema version is the one this runtime reads,
 // shapes are integer lists of one rank, element types are in the dtype
 // table, sharding axes name mesh axes, feedback pairs and stage arguments
-// are in range, roles and the compression entry are well formed. Keys a
+// are in range, roles, the frontend's names and vocabularies and the
+// compression entry are well formed. Keys a
 // manifest lacks keep their defaults, so older manifests of the same
 // version (without "compression" or "error_feedback" roles) read as they
 // always did. Messages name the entry ("arg1", "result0")
@@ -120,6 +121,41 @@ void parseSharding(const JsonValue &sh, const FunctionSpec &f, TensorSpec &t,
                                                : PAR_SUM;
 }
 
+/// The frontend's optional keys: "name" (a non-empty string), "aliases"
+/// (non-empty strings, only with a name) and "vocab" (a positive integer).
+void parseFrontendKeys(const JsonValue &v, const std::string &what,
+                       TensorSpec &t, Checker &c) {
+  if (const JsonValue *nv = v.get(key::kTensorName)) {
+    const std::string *name = nv->string();
+    if (!name || name->empty())
+      c.fail(what + " has a bad name (expected a non-empty string)");
+    else
+      t.name = *name;
+  }
+  if (const JsonValue *av = v.get(key::kAliases)) {
+    const std::vector<JsonValue> *list = av->array();
+    if (!list || t.name.empty())
+      c.fail(what + " has bad aliases (expected a list of names, with a "
+                    "name)");
+    else
+      for (const JsonValue &x : *list) {
+        const std::string *s = x.string();
+        if (!s || s->empty()) {
+          c.fail(what + " has bad aliases (expected non-empty strings)");
+          break;
+        }
+        t.aliases.push_back(*s);
+      }
+  }
+  if (const JsonValue *vv = v.get(key::kVocab)) {
+    std::optional<int64_t> n = vv->integer();
+    if (!n || *n <= 0)
+      c.fail(what + " has a bad vocab (expected a positive integer)");
+    else
+      t.vocab = *n;
+  }
+}
+
 TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
                        const std::string &what, Checker &c) {
   TensorSpec t;
@@ -141,15 +177,18 @@ TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
     const std::string *role = rv->string();
     if (!role || (*role != key::kRoleLossScale &&
                   *role != key::kRoleErrorFeedback &&
-                  *role != key::kRoleCompressionStep))
+                  *role != key::kRoleCompressionStep &&
+                  *role != key::kRoleTokens && *role != key::kRoleTargets))
       c.fail(what + " has an unknown role " +
              (role ? "'" + *role + "'" : std::string("(not a string)")) +
              " (expected '" + key::kRoleLossScale + "', '" +
-             key::kRoleErrorFeedback + "' or '" +
-             key::kRoleCompressionStep + "')");
+             key::kRoleErrorFeedback + "' or '" + key::kRoleCompressionStep +
+             "') for state, '" + key::kRoleTokens + "' or '" +
+             key::kRoleTargets + "' for data");
     else
       t.role = *role;
   }
+  parseFrontendKeys(v, what, t, c);
   if (t.dimAxisCounts.size() != t.global.size() ||
       t.local.size() != t.global.size())
     c.fail(what + " has inconsistent ranks");

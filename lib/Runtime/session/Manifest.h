@@ -27,7 +27,13 @@ struct TensorSpec {
   std::vector<int64_t> partial;
   par_reduction_t partialKind = PAR_SUM;
   std::string init;
-  std::string role; // "", "loss_scale" or "error_feedback"
+  std::string role; // "", "loss_scale", "error_feedback",
+                    // "compression_step", "tokens" or "targets"
+  /// The frontend's PyTorch name ("" without), a tied parameter's other
+  /// names, and a tokens/targets input's vocabulary (0: none).
+  std::string name;
+  std::vector<std::string> aliases;
+  int64_t vocab = 0;
   int64_t globalCount = 1, localCount = 1;
 
   /// The mesh axes splitting dimension `d`, major first.

@@ -559,7 +559,18 @@ par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,
   out->partial_kind = t->partialKind;
   out->init = t->init.c_str();
   out->role = t->role.c_str();
+  out->name = t->name.c_str();
+  out->num_aliases = t->aliases.size();
+  out->vocab = t->vocab;
   return PAR_OK;
+}
+
+const char *par_function_tensor_alias(const par_function_t *fn, par_io_t io,
+                                      int64_t index, int64_t k) {
+  const TensorSpec *t = tensorOf(fn, io, index);
+  if (!t || k < 0 || k >= (int64_t)t->aliases.size())
+    return nullptr;
+  return t->aliases[k].c_str();
 }
 
 int64_t par_function_rank(const par_function_t *fn) {

@@ -3,8 +3,10 @@
 // The interface between a compiled program and its driver: per entry point,
 // the mesh and each tensor's element type, global/local shape and sharding,
 // its train-step metadata (feedback, micro-batches, loss scaling, gradient
-// compression) and its inputs' roles (the loss scale, error-feedback
-// buffers), spelled by ManifestSchema.h (which the runtime's reader shares)
+// compression), its inputs' roles (the loss scale, error-feedback
+// buffers, the frontend's tokens and targets) and names (par.name,
+// par.aliases: the PyTorch names par-run loads and saves weights by),
+// spelled by ManifestSchema.h (which the runtime's reader shares)
 // and stamped with its version.
 //
 //===----------------------------------------------------------------------===//
@@ -161,8 +163,39 @@ struct FunctionWriter {
       if (fn.getArgAttr(i, ParDialect::kCompressionStepAttrName))
         if (auto *o = inputs.back().getAsObject())
           (*o)[key::kRole] = key::kRoleCompressionStep;
+      if (auto *o = inputs.back().getAsObject())
+        addFrontendKeys(i, *o);
     }
     return inputs;
+  }
+
+  /// The frontend's names and data roles (par.name, par.aliases, par.data,
+  /// par.vocab; the dialect verified their kinds) as "name", "aliases",
+  /// "role" ("tokens" or "targets") and "vocab".
+  void addFrontendKeys(unsigned i, llvm::json::Object &o) {
+    if (auto n = fn.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName))
+      o[key::kTensorName] = n.getValue().str();
+    if (auto a =
+            fn.getArgAttrOfType<ArrayAttr>(i, ParDialect::kAliasesAttrName)) {
+      llvm::json::Array names;
+      for (auto s : a.getAsRange<StringAttr>())
+        names.push_back(s.getValue().str());
+      o[key::kAliases] = std::move(names);
+    }
+    auto data = fn.getArgAttrOfType<StringAttr>(i, ParDialect::kDataAttrName);
+    if (!data)
+      return;
+    if (o.get(key::kRole)) {
+      fn.emitOpError() << "argument #" << i << " has the data role '"
+                       << data.getValue()
+                       << "' and another role; an input has one role";
+      ok = false;
+      return;
+    }
+    o[key::kRole] = data.getValue() == "tokens" ? key::kRoleTokens
+                                                : key::kRoleTargets;
+    if (auto v = fn.getArgAttrOfType<IntegerAttr>(i, ParDialect::kVocabAttrName))
+      o[key::kVocab] = v.getInt();
   }
 
   /// par.compression's {method, compressed_bytes, uncompressed_bytes}

@@ -22,6 +22,7 @@
 //                                  "weight_grad"?, "update"? } ],
 //                    "programs": [ [action] ] } }
 //   tensor = { "dtype", "global_shape", "local_shape", "init"?, "role"?,
+//              "name"?, "aliases"?, "vocab"?,
 //              "sharding": {"dims", "partial", "partial_kind"} }
 //   action = { "op", "mb", "stage", "peer"? }   (peer: transfers only)
 //
@@ -29,9 +30,10 @@
 // never derives a function's name from another's.
 //
 // Optional keys are added without a new version as long as an old manifest
-// still means what it meant ("compression" and the input role
-// "error_feedback" are such additions: a manifest without them reads as
-// before).
+// still means what it meant ("compression", the input roles
+// "error_feedback", "tokens" and "targets" and an input's "name",
+// "aliases" and "vocab" are such additions: a manifest without them reads
+// as before).
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +107,16 @@ inline constexpr const char kRoleErrorFeedback[] = "error_feedback";
 // "compression_step": par-compress-gradients' step counter for its warm-up
 // (par.compression_step; state the reference does not have either).
 inline constexpr const char kRoleCompressionStep[] = "compression_step";
+// The frontend's data roles (par.data): an integer input of token ids, or
+// of the targets the loss compares with; its "vocab" (par.vocab) bounds
+// the values to [0, vocab).
+inline constexpr const char kRoleTokens[] = "tokens";
+inline constexpr const char kRoleTargets[] = "targets";
+inline constexpr const char kVocab[] = "vocab";
+// An input's PyTorch name (par.name; the tensor's key in a state_dict or a
+// safetensors file) and its tied parameter's other names (par.aliases).
+inline constexpr const char kTensorName[] = "name";
+inline constexpr const char kAliases[] = "aliases";
 inline constexpr const char kSharding[] = "sharding";
 inline constexpr const char kDims[] = "dims";
 inline constexpr const char kPartial[] = "partial";

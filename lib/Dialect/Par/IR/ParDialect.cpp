@@ -212,6 +212,102 @@ static LogicalResult verifyGlobalType(Operation *op, NamedAttribute attr) {
   return success();
 }
 
+/// The frontend's attributes on argument `argIndex` of `op` (par.name,
+/// par.aliases, par.data, par.vocab; ParDialect.td): their kinds, that an
+/// alias list and a vocabulary come with what they qualify, that a data
+/// role sits on an integer non-parameter, and that no PyTorch name (a
+/// par.name or an alias) is given to two arguments of the function.
+static LogicalResult verifyFrontendArgAttr(Operation *op, unsigned argIndex,
+                                           NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn || argIndex >= fn.getNumArguments())
+    return op->emitError() << "'" << name
+                           << "' is only allowed on function arguments";
+  auto emit = [&]() -> InFlightDiagnostic {
+    return op->emitError() << "argument #" << argIndex << ": ";
+  };
+  // The PyTorch names an argument carries: its par.name and its aliases.
+  auto namesOf = [&](unsigned i) {
+    SmallVector<StringRef> names;
+    if (auto n = fn.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName))
+      names.push_back(n.getValue());
+    if (auto a =
+            fn.getArgAttrOfType<ArrayAttr>(i, ParDialect::kAliasesAttrName))
+      for (Attribute x : a)
+        if (auto s = dyn_cast<StringAttr>(x))
+          names.push_back(s.getValue());
+    return names;
+  };
+  auto unique = [&](StringRef n) -> LogicalResult {
+    for (unsigned j = 0; j < fn.getNumArguments(); ++j)
+      if (j != argIndex && llvm::is_contained(namesOf(j), n))
+        return emit() << "the name '" << n << "' is also given to argument #"
+                      << j << " (each parameter has its own names)";
+    return success();
+  };
+  if (name == ParDialect::kNameAttrName) {
+    auto s = dyn_cast<StringAttr>(attr.getValue());
+    if (!s || s.getValue().empty())
+      return emit() << "'par.name' must be a non-empty string, got "
+                    << attr.getValue();
+    return unique(s.getValue());
+  }
+  if (name == ParDialect::kAliasesAttrName) {
+    auto a = dyn_cast<ArrayAttr>(attr.getValue());
+    auto own = fn.getArgAttrOfType<StringAttr>(argIndex,
+                                               ParDialect::kNameAttrName);
+    if (!a)
+      return emit() << "'par.aliases' must be an array of strings, got "
+                    << attr.getValue();
+    if (!own)
+      return emit() << "'par.aliases' needs a 'par.name' on the same "
+                       "argument (aliases are the other names of a named "
+                       "parameter)";
+    SmallVector<StringRef> seen{own.getValue()};
+    for (Attribute x : a) {
+      auto s = dyn_cast<StringAttr>(x);
+      if (!s || s.getValue().empty())
+        return emit() << "'par.aliases' must hold non-empty strings, got "
+                      << x;
+      if (llvm::is_contained(seen, s.getValue()))
+        return emit() << "'par.aliases' repeats the name '" << s.getValue()
+                      << "'";
+      seen.push_back(s.getValue());
+      if (failed(unique(s.getValue())))
+        return failure();
+    }
+    return success();
+  }
+  if (name == ParDialect::kDataAttrName) {
+    auto s = dyn_cast<StringAttr>(attr.getValue());
+    if (!s || (s.getValue() != "tokens" && s.getValue() != "targets"))
+      return emit() << "'par.data' must be \"tokens\" or \"targets\", got "
+                    << attr.getValue();
+    auto shaped = dyn_cast<ShapedType>(fn.getArgumentTypes()[argIndex]);
+    if (!shaped || !isa<IntegerType>(shaped.getElementType()))
+      return emit() << "'par.data' = \"" << s.getValue()
+                    << "\" needs an integer tensor, got "
+                    << fn.getArgumentTypes()[argIndex];
+    if (fn.getArgAttr(argIndex, ParDialect::kParamAttrName))
+      return emit() << "'par.data' marks a data argument, which cannot also "
+                       "be a parameter ('par.param')";
+    if (!fn.getArgAttr(argIndex, ParDialect::kVocabAttrName))
+      return emit() << "'par.data' = \"" << s.getValue()
+                    << "\" needs 'par.vocab' (its values lie in [0, vocab))";
+    return success();
+  }
+  // par.vocab
+  auto v = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!v || !v.getType().isInteger(64) || v.getInt() <= 0)
+    return emit() << "'par.vocab' must be a positive i64, got "
+                  << attr.getValue();
+  if (!fn.getArgAttr(argIndex, ParDialect::kDataAttrName))
+    return emit() << "'par.vocab' needs 'par.data' (\"tokens\" or "
+                     "\"targets\") on the same argument";
+  return success();
+}
+
 LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
                                                    unsigned regionIndex,
                                                    unsigned argIndex,
@@ -245,6 +341,9 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError("'par.param' is a unit attribute");
     return success();
   }
+  if (attr.getName() == kNameAttrName || attr.getName() == kAliasesAttrName ||
+      attr.getName() == kDataAttrName || attr.getName() == kVocabAttrName)
+    return verifyFrontendArgAttr(op, argIndex, attr);
   if (attr.getName() == kErrorFeedbackAttrName ||
       attr.getName() == kCompressionStepAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))

@@ -88,6 +88,21 @@ def Par_Dialect : Dialect {
     /// replicated tensor<f32>, zeros at first) for its warm-up.
     static constexpr ::llvm::StringLiteral kCompressionStepAttrName =
         "par.compression_step";
+    /// Frontend names and data roles (par-import, the PyTorch frontend),
+    /// on function arguments; par-autodiff, par-optimizer and
+    /// par-pipeline-split carry them to the functions they make, the
+    /// manifest exports them and par-run reads them.
+    /// The PyTorch name of a parameter (named_parameters()): a non-empty
+    /// StringAttr, unique among the function's arguments.
+    static constexpr ::llvm::StringLiteral kNameAttrName = "par.name";
+    /// The other state_dict names of a tied parameter: an ArrayAttr of
+    /// non-empty StringAttrs, on an argument with a par.name; no name
+    /// appears twice in a function.
+    static constexpr ::llvm::StringLiteral kAliasesAttrName = "par.aliases";
+    /// The role of an integer data argument: "tokens" or "targets".
+    static constexpr ::llvm::StringLiteral kDataAttrName = "par.data";
+    /// With par.data: the values lie in [0, vocab) (a positive i64).
+    static constexpr ::llvm::StringLiteral kVocabAttrName = "par.vocab";
     /// Pipeline parallelism. On an op: the stage a user pins it to (an i64).
     /// On a function par-pipeline-split made: the stage it computes.
     static constexpr ::llvm::StringLiteral kStageAttrName = "par.stage";
