@@ -72,7 +72,7 @@ def main():
     p.add_argument("model", help="FILE.py:FUNCTION returning the module (and inputs)")
     p.add_argument("-o", "--output", default="model.mlir")
     p.add_argument("--weights", help="initial weights (default: OUTPUT with .safetensors)")
-    p.add_argument("--name", default=None, help="function name (default: the file's stem)")
+    p.add_argument("--name", default=None, help="function name (default: FUNCTION's)")
     p.add_argument("--dp", type=int, default=1)
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--pp", type=int, default=1)
@@ -117,7 +117,7 @@ def main():
     data = None
     if a.data:
         data = [None if r in ("-", "") else r for r in a.data.split(",")]
-    name = a.name or re.sub(r"\W", "_", os.path.splitext(os.path.basename(a.model.rsplit(":", 1)[0]))[0])
+    name = a.name or re.sub(r"\W", "_", a.model.rsplit(":", 1)[1])
     if name[0].isdigit():
         name = "m_" + name
     try:
