@@ -8,7 +8,11 @@
 #     another name (an alias), --extra adds unused tensors, --reshape and
 #     --f64 write one with a wrong shape or dtype, --truncate cuts the file.
 #   compare A B      per name: "NAME equal" or "NAME differ (max |a-b| X)"
+#   close A B TOL    every tensor of A is in B within TOL (max |a-b|)
 #   tied F A B       whether tensors A and B of file F hold the same data
+#   ids DIR VOCAB    result0.npy/result1.npy of DIR hold ids in [0, VOCAB)
+#                    (every one of them), or (VOCAB 0) tokens and targets
+#                    shifted by one
 import json
 import struct
 import sys
@@ -94,6 +98,19 @@ if __name__ == "__main__":
         make(args)
     elif cmd == "compare":
         compare(*args)
+    elif cmd == "close":
+        x, y = read(args[0]), read(args[1])
+        worst = max(float(np.abs(x[n] - y[n]).max()) for n in x)
+        print("%d tensors close: %s" % (len(x), worst <= float(args[2])))
+    elif cmd == "ids":
+        a, b = (np.load("%s/result%d.npy" % (args[0], k)) for k in (0, 1))
+        v = int(args[1])
+        if v:
+            print("ids in [0, %d): %s, all used: %s" % (
+                v, bool(a.min() >= 0 and a.max() < v and b.min() >= 0 and b.max() < v),
+                len(set(a.ravel()) | set(b.ravel())) == v))
+        else:
+            print("targets are the tokens shifted: %s" % bool((a[:, 1:] == b[:, :-1]).all()))
     elif cmd == "tied":
         t = read(args[0])
         print("tied" if np.array_equal(t[args[1]], t[args[2]]) else "not tied")
