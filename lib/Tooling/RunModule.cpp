@@ -61,6 +61,16 @@ private:
 void ModuleRun::readGivenInputs() {
   for (auto &[name, path] : o.inputs) {
     size_t k = 0;
+    // An input's PyTorch name (or alias) names it too.
+    for (k = 0; k < f.inputs.size(); ++k)
+      if (f.inputs[k].name == name ||
+          std::count(f.inputs[k].aliases.begin(), f.inputs[k].aliases.end(),
+                     name))
+        break;
+    if (k < f.inputs.size()) {
+      given[k] = readNpy(path, f.inputs[k], inputLabel(f.inputs, k));
+      continue;
+    }
     if (name.rfind("arg", 0) != 0 ||
         (k = strtoul(name.c_str() + 3, nullptr, 10)) >= f.inputs.size())
       fatal("unknown input '" + name + "' (the program has " +
@@ -68,7 +78,7 @@ void ModuleRun::readGivenInputs() {
                  ? std::string("no arguments")
                  : "arg0..arg" + std::to_string(f.inputs.size() - 1)) +
             ")");
-    given[k] = readNpy(path, f.inputs[k], name);
+    given[k] = readNpy(path, f.inputs[k], inputLabel(f.inputs, k));
   }
 }
 
@@ -274,6 +284,15 @@ size_t extraState(const Function &f, const Function &ref) {
   return extra;
 }
 
+/// The PyTorch name of result k of `f`: that of the named input it feeds
+/// (a train step's new parameter), else "".
+std::string resultName(const Function &f, size_t k) {
+  for (auto [r, a] : f.feedback)
+    if (r == k && !f.inputs[a].name.empty())
+      return f.inputs[a].name;
+  return "";
+}
+
 /// Runs the unsharded reference on the same global inputs (as many train
 /// steps, from the same start) and compares; rank 0 only. A sharded step's
 /// trailing error-feedback state is not in the reference: its inputs are
@@ -317,7 +336,7 @@ int ModuleRun::verify(const std::vector<Buffer> &globals) const {
     if (!reportTensorDiff(k, t, d,
                           toleranceFor(o.rtol, t.dtype, f.computeType,
                                        f.onDevice()),
-                          o.train.steps))
+                          o.train.steps, resultName(f, k)))
       status = 1;
   }
   return status;

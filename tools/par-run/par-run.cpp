@@ -59,6 +59,8 @@ void usage() {
           "[--entry NAME] [--repeat K] [--steps N [--loss-csv FILE] "
           "[--error-norm]] [--load-weights F.safetensors] "
           "[--save-weights F.safetensors]\n"
+          "  --input NAME=FILE.npy  NAME is argK or the input's PyTorch name "
+          "(par.name\n             or an alias)\n"
           "  --input/--output .npy files have the tensor's dtype: numpy's "
           "own for\n             f64, f32, f16 (float16), i64, i32, i8, "
           "i1 (bool); bf16 is '<u2',\n             the upper 16 bits of "
