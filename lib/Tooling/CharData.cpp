@@ -45,8 +45,12 @@ void DataLoader::check(const Function &f, size_t tokensArg,
       fatal("--data: '" + f.name + "' has no arg" + std::to_string(a));
     const Tensor &t = f.inputs[a];
     if (t.dtype != PAR_I64 || t.global.size() != 2)
-      fatal("--data: arg" + std::to_string(a) + " of '" + f.name +
+      fatal("--data: " + inputLabel(f.inputs, a) + " of '" + f.name +
             "' must be an i64 [batch, seq] tensor");
+    if (t.vocab > 0 && t.vocab < 96)
+      fatal("--data: " + inputLabel(f.inputs, a) + " of '" + f.name +
+            "' takes token ids in [0, " + std::to_string(t.vocab) +
+            "), but the character tokenizer has 96 symbols");
     checkWindow(t.global[1]);
   }
 }

@@ -76,17 +76,22 @@ TensorDiff compareTensors(const Tensor &t, const void *actual,
 }
 
 bool reportTensorDiff(size_t k, const Tensor &t, const TensorDiff &d,
-                      double tol, int64_t steps) {
+                      double tol, int64_t steps, const std::string &name) {
+  std::string label = "result" + std::to_string(k);
+  if (!name.empty())
+    label += " (" + name + ")";
   if (steps > 1) {
-    printf("  result%zu %s after %lld steps: max abs error %.3g, max "
+    printf("  %s %s after %lld steps: max abs error %.3g, max "
            "rel error %.3g (informational)\n",
-           k, t.dtypeName.c_str(), (long long)steps, d.maxAbs, d.rel);
+           label.c_str(), t.dtypeName.c_str(), (long long)steps, d.maxAbs,
+           d.rel);
     return true;
   }
   bool ok = !d.nan && d.rel <= tol;
-  printf("  result%zu %s: max abs error %.3g, max rel error %.3g "
+  printf("  %s %s: max abs error %.3g, max rel error %.3g "
          "(tolerance %.0e rel) %s\n",
-         k, t.dtypeName.c_str(), d.maxAbs, d.rel, tol, ok ? "OK" : "MISMATCH");
+         label.c_str(), t.dtypeName.c_str(), d.maxAbs, d.rel, tol,
+         ok ? "OK" : "MISMATCH");
   return ok;
 }
 

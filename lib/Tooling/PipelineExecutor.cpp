@@ -32,6 +32,7 @@
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Traffic.h"
 #include "par/Tooling/Values.h"
+#include "par/Tooling/Weights.h"
 
 #include <algorithm>
 #include <cstring>
@@ -145,6 +146,9 @@ private:
   double lossScale() const;
   void reportStash();
   void reportCompression();
+  void loadStageWeights();
+  std::map<int64_t, Buffer> gatherParameters();
+  void saveStageWeights();
   void sample();
   int verify();
 
@@ -162,6 +166,9 @@ private:
   std::vector<int64_t> coords;
   DataLoader data;
   Function stepSpec; // the unpipelined step (no --data)
+  // --load-weights: the named parameters' global values by the split
+  // function's argument.
+  std::map<int64_t, Buffer> loaded;
   std::map<Key, SessionBuffer> acts, grads, stash, dyStash;
   std::list<SessionBuffer> inFlight; // buffers of unfinished sends
   double lossSum = 0;
@@ -318,9 +325,13 @@ void PipelineRun::initStage(int64_t s) {
       fatal("manifest: parameter arg" + std::to_string(orig) + " of stage " +
             std::to_string(s) + " is not an argument of its forward");
     st.paramArgs.push_back(it - st.fwd.stageArgs.begin());
+    auto w = loaded.find(orig);
     st.params[orig] = u.upload(
         PAR_INPUT, j,
-        u.scatter(PAR_INPUT, j, generateGlobal(u.inputs[j], o.seed, orig)));
+        u.scatter(PAR_INPUT, j,
+                  w != loaded.end()
+                      ? w->second
+                      : generateGlobal(u.inputs[j], o.seed, orig)));
   }
   for (size_t i = 2 * P; i < u.inputs.size(); ++i)
     st.state.push_back(u.upload(
@@ -691,9 +702,33 @@ void PipelineRun::reportCompression() {
   reportErrorFeedbackNorm(ctx, blocks, buffers, rank, world);
 }
 
-/// Every stage's parameters gathered on rank 0, which runs the unsharded
-/// logits function (reference.so) on them.
-void PipelineRun::sample() {
+/// --load-weights: every stage's named parameters (their update's leading
+/// arguments) from the file, checked on every rank (each keeps its own
+/// stages'); rank 0 reports.
+void PipelineRun::loadStageWeights() {
+  if (o.loadWeights.empty())
+    return;
+  WeightLoader file(o.loadWeights);
+  for (int64_t s = 0; s < S; ++s) {
+    const Function &u = stages[s].update;
+    for (size_t j = 0; j < u.stageArgs.size(); ++j)
+      if (!u.inputs[j].name.empty()) {
+        Buffer g = file.load(u.inputs[j], inputLabel(u.inputs, j), u.name);
+        if (shape.rankOf(s) == me)
+          loaded[u.stageArgs[j]] = std::move(g);
+      }
+  }
+  if (file.loaded() == 0)
+    fatal("--load-weights: no parameter of the pipeline's stage updates "
+          "has a name (the frontend's par.name, which par-import puts on "
+          "parameters)");
+  if (rank == 0)
+    file.report();
+}
+
+/// Every stage's parameters (by split-function argument) gathered on rank
+/// 0 (empty elsewhere). Collective.
+std::map<int64_t, Buffer> PipelineRun::gatherParameters() {
   std::map<int64_t, Buffer> whole; // by split-function argument
   for (int64_t s = 0; s < S; ++s) {
     const Function &u = stages[s].update;
@@ -710,6 +745,31 @@ void PipelineRun::sample() {
         whole[u.stageArgs[j]] = std::move(g);
     }
   }
+  return whole;
+}
+
+/// --save-weights: every stage's named parameters, gathered to rank 0,
+/// which writes them.
+void PipelineRun::saveStageWeights() {
+  if (o.saveWeights.empty())
+    return;
+  std::map<int64_t, Buffer> whole = gatherParameters();
+  if (rank != 0)
+    return;
+  std::vector<NamedValue> values;
+  for (int64_t s = 0; s < S; ++s) {
+    const Function &u = stages[s].update;
+    for (size_t j = 0; j < u.stageArgs.size(); ++j)
+      if (!u.inputs[j].name.empty())
+        values.push_back({&u.inputs[j], &whole[u.stageArgs[j]]});
+  }
+  saveWeights(o.saveWeights, func, values);
+}
+
+/// Every stage's parameters gathered on rank 0, which runs the unsharded
+/// logits function (reference.so) on them.
+void PipelineRun::sample() {
+  std::map<int64_t, Buffer> whole = gatherParameters();
   if (rank != 0)
     return;
   // A GPU run's reference is a CPU program: it runs under a CPU context.
@@ -734,7 +794,10 @@ int PipelineRun::verify() {
     fatal("the reference step accumulates " +
           std::to_string(ref.microBatches) + " micro-batches, the pipeline " +
           std::to_string(m));
-  std::vector<Buffer> in = globalInputs(ref, o.seed, {});
+  std::map<size_t, Buffer> given;
+  if (!o.loadWeights.empty())
+    given = loadWeights(ref, o.loadWeights, /*print=*/false);
+  std::vector<Buffer> in = globalInputs(ref, o.seed, given);
   TrainStepper::BatchFn batches;
   if (!o.data.empty())
     batches = dataBatches(ref, data, o.tokensArg, o.targetsArg);
@@ -756,6 +819,7 @@ int PipelineRun::run() {
     data.load(o.data);
   else
     stepSpec = sharded.lookup(stepName());
+  loadStageWeights();
   for (int64_t s = me; s < S; s += pipe.p)
     initStage(s);
   TrainLogOptions logOptions = o.train;
@@ -791,6 +855,7 @@ int PipelineRun::run() {
       printf("%s: wrote the trace %s (last step; open in Perfetto)\n",
              toolName().c_str(), o.trace.c_str());
   }
+  saveStageWeights();
   if (o.sample.count > 0)
     sample();
   return o.verify && rank == 0 ? verify() : 0;

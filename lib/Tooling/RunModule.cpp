@@ -9,11 +9,13 @@
 
 #include "par/Tooling/RunModule.h"
 
+#include "par/Target/Manifest/ManifestSchema.h"
 #include "par/Tooling/Compare.h"
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Npy.h"
 #include "par/Tooling/Traffic.h"
 #include "par/Tooling/Values.h"
+#include "par/Tooling/Weights.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -35,6 +37,8 @@ public:
 
 private:
   void readGivenInputs();
+  void loadGivenWeights();
+  void saveTrainedWeights();
   void injectCrash() const;
   void train();
   void repeat();
@@ -57,6 +61,16 @@ private:
 void ModuleRun::readGivenInputs() {
   for (auto &[name, path] : o.inputs) {
     size_t k = 0;
+    // An input's PyTorch name (or alias) names it too.
+    for (k = 0; k < f.inputs.size(); ++k)
+      if (f.inputs[k].name == name ||
+          std::count(f.inputs[k].aliases.begin(), f.inputs[k].aliases.end(),
+                     name))
+        break;
+    if (k < f.inputs.size()) {
+      given[k] = readNpy(path, f.inputs[k], inputLabel(f.inputs, k));
+      continue;
+    }
     if (name.rfind("arg", 0) != 0 ||
         (k = strtoul(name.c_str() + 3, nullptr, 10)) >= f.inputs.size())
       fatal("unknown input '" + name + "' (the program has " +
@@ -64,8 +78,41 @@ void ModuleRun::readGivenInputs() {
                  ? std::string("no arguments")
                  : "arg0..arg" + std::to_string(f.inputs.size() - 1)) +
             ")");
-    given[k] = readNpy(path, f.inputs[k], name);
+    given[k] = readNpy(path, f.inputs[k], inputLabel(f.inputs, k));
   }
+}
+
+/// --load-weights: the named inputs' global values from the file (every
+/// rank reads it; rank 0 reports).
+void ModuleRun::loadGivenWeights() {
+  if (o.loadWeights.empty())
+    return;
+  for (auto &[k, global] : loadWeights(f, o.loadWeights, rank == 0)) {
+    if (given.count(k))
+      fatal(inputLabel(f.inputs, k) + " is given twice: by --input and by "
+            "--load-weights");
+    given[k] = std::move(global);
+  }
+}
+
+/// --save-weights: the named inputs after the run (after training: the
+/// trained parameters) gathered to rank 0, which writes them.
+void ModuleRun::saveTrainedWeights() {
+  if (o.saveWeights.empty())
+    return;
+  std::vector<size_t> named;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    if (!f.inputs[i].name.empty())
+      named.push_back(i);
+  std::vector<Buffer> globals;
+  for (size_t i : named)
+    globals.push_back(f.gather(PAR_INPUT, i, locals[i].data()));
+  if (rank != 0)
+    return;
+  std::vector<NamedValue> values;
+  for (size_t k = 0; k < named.size(); ++k)
+    values.push_back({&f.inputs[named[k]], &globals[k]});
+  saveWeights(o.saveWeights, f.name, values);
 }
 
 /// Fault injection for tests of the failure path: the named rank crashes
@@ -237,6 +284,15 @@ size_t extraState(const Function &f, const Function &ref) {
   return extra;
 }
 
+/// The PyTorch name of result k of `f`: that of the named input it feeds
+/// (a train step's new parameter), else "".
+std::string resultName(const Function &f, size_t k) {
+  for (auto [r, a] : f.feedback)
+    if (r == k && !f.inputs[a].name.empty())
+      return f.inputs[a].name;
+  return "";
+}
+
 /// Runs the unsharded reference on the same global inputs (as many train
 /// steps, from the same start) and compares; rank 0 only. A sharded step's
 /// trailing error-feedback state is not in the reference: its inputs are
@@ -280,7 +336,7 @@ int ModuleRun::verify(const std::vector<Buffer> &globals) const {
     if (!reportTensorDiff(k, t, d,
                           toleranceFor(o.rtol, t.dtype, f.computeType,
                                        f.onDevice()),
-                          o.train.steps))
+                          o.train.steps, resultName(f, k)))
       status = 1;
   }
   return status;
@@ -288,6 +344,7 @@ int ModuleRun::verify(const std::vector<Buffer> &globals) const {
 
 int ModuleRun::run() {
   readGivenInputs();
+  loadGivenWeights();
   locals = localInputs(f, globalInputs(f, o.seed, given));
   if (!o.data.empty()) {
     data.seed = o.seed;
@@ -302,6 +359,7 @@ int ModuleRun::run() {
   else
     repeat();
   report();
+  saveTrainedWeights();
   // Gather the results to rank 0 and assemble the global tensors.
   std::vector<Buffer> globals;
   for (size_t k = 0; k < f.outputs.size(); ++k)
@@ -329,6 +387,16 @@ int ModuleRun::run() {
 }
 
 } // namespace
+
+void resolveDataArgs(const Function &f, RunOptions &o) {
+  namespace key = ::par::manifest::key;
+  if (!o.tokensGiven)
+    if (std::optional<size_t> i = f.inputWithRole(key::kRoleTokens))
+      o.tokensArg = *i;
+  if (!o.targetsGiven)
+    if (std::optional<size_t> i = f.inputWithRole(key::kRoleTargets))
+      o.targetsArg = *i;
+}
 
 int runModule(par_rt_context_t *ctx, const RunOptions &o) {
   ModuleRun run(ctx, o);

@@ -8,6 +8,7 @@
 #include "par/Tooling/Values.h"
 #include "par/Target/Manifest/ManifestSchema.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -41,6 +42,12 @@ double generateFor(const Tensor &t, uint64_t seed, uint64_t tensor,
   if (t.init.compare(0, fill, init::kFillPrefix) == 0)
     return strtod(t.init.c_str() + fill, nullptr);
   double v = generate(seed, tensor, index);
+  // The frontend's token ids and targets (par.data, par.vocab): in
+  // [0, vocab).
+  if (!t.isFloat && t.vocab > 0 &&
+      (t.role == ::par::manifest::key::kRoleTokens ||
+       t.role == ::par::manifest::key::kRoleTargets))
+    return std::min<double>(std::floor((v + 1) / 2 * t.vocab), t.vocab - 1);
   return t.isFloat ? v : std::floor(v * 8);
 }
 

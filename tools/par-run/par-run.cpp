@@ -2,6 +2,7 @@
 //
 // par-run -n N ARTIFACT [--backend cpu|cuda] [--input NAME=FILE.npy ...]
 //         [--seed S] [--output DIR] [--verify] [--entry NAME]
+//         [--load-weights F.safetensors] [--save-weights F.safetensors]
 //
 // Outside an MPI job, par-run checks N against the artifact's mesh and
 // re-launches itself through `mpirun -n N` (a single rank runs in this
@@ -11,7 +12,9 @@
 // local blocks from the counter-based generator or given .npy files, the
 // entry point once, K times or as a train step, per-rank time and bytes,
 // the gathered outputs as .npy, and with --verify the unsharded reference
-// on the same global inputs. --pipeline runs a pipelined train step. After
+// on the same global inputs; --load-weights and --save-weights take the
+// named parameters (the frontend's par.name) from and to a .safetensors
+// file (Weights.h). --pipeline runs a pipelined train step. After
 // training, the bytes per step by kernel and gradient compression's savings
 // (--error-norm: the error-feedback buffers' norm).
 //
@@ -54,15 +57,30 @@ void usage() {
           "usage: par-run -n N ARTIFACT_DIR [--backend cpu|cuda] "
           "[--input argK=FILE.npy ...] [--seed S] [--output DIR] [--verify] "
           "[--entry NAME] [--repeat K] [--steps N [--loss-csv FILE] "
-          "[--error-norm]]\n"
+          "[--error-norm]] [--load-weights F.safetensors] "
+          "[--save-weights F.safetensors]\n"
+          "  --input NAME=FILE.npy  NAME is argK or the input's PyTorch name "
+          "(par.name\n             or an alias)\n"
           "  --input/--output .npy files have the tensor's dtype: numpy's "
           "own for\n             f64, f32, f16 (float16), i64, i32, i8, "
           "i1 (bool); bf16 is '<u2',\n             the upper 16 bits of "
           "the f32 pattern (numpy has no bfloat16)\n"
           "  --data FILE character-level corpus: each run/step fills the token "
           "and\n             target arguments (--tokens argK, --targets argJ; "
-          "default arg0,\n             arg1, i64 [batch, seq]) with random "
-          "windows of FILE\n"
+          "default the\n             inputs of role tokens/targets (par.data), "
+          "else arg0, arg1;\n             i64 [batch, seq]) with random "
+          "windows of FILE. Without --data,\n             tokens/targets "
+          "inputs get generated ids in [0, vocab)\n"
+          "  --load-weights FILE.safetensors  before the run, every input with "
+          "a name\n             (par.name) takes the file's tensor of that "
+          "name or one of its\n             aliases (global shape and dtype "
+          "must match; other tensors in\n             the file are ignored "
+          "and counted)\n"
+          "  --save-weights FILE.safetensors  after the run (after training, "
+          "also with\n             --pipeline; without --steps: the inputs as "
+          "given) the named inputs,\n             global, under their names "
+          "and aliases (torch: load_state_dict(\n             "
+          "safetensors.torch.load_file(FILE))); written atomically\n"
           "  --rtol X    verify tolerance (relative to the reference's largest "
           "magnitude);\n             default 1e-5 for f32, 1e-12 for f64, 1e-3 for f16, 1e-2 for\n             bf16 (and for f32 values of a mixed-precision program)\n"
           "             A cuda program (--backend cuda) is verified against the "
@@ -155,6 +173,10 @@ void checkCombinations(const Options &o) {
       (r.train.steps == 0 || !r.entry.empty() || !r.inputs.empty()))
     fatal("--pipeline trains: it needs --steps, and takes neither --entry nor "
           "--input");
+  if (!r.saveWeights.empty() && !r.loadWeights.empty() &&
+      r.saveWeights == r.loadWeights)
+    fatal("--save-weights would overwrite the --load-weights file '" +
+          r.loadWeights + "' while it is read; give another path");
   if (!r.trace.empty() && !o.pipeline)
     fatal("--trace needs --pipeline");
   if (r.errorNorm && r.train.steps == 0)
@@ -201,8 +223,14 @@ Options parseArgs(int argc, char **argv) {
       r.data = next();
     } else if (a == "--tokens") {
       r.tokensArg = argIndex(a, next());
+      r.tokensGiven = true;
     } else if (a == "--targets") {
       r.targetsArg = argIndex(a, next());
+      r.targetsGiven = true;
+    } else if (a == "--load-weights") {
+      r.loadWeights = next();
+    } else if (a == "--save-weights") {
+      r.saveWeights = next();
     } else if (a == "--rtol") {
       r.rtol = nonNegative(a, next(), "a non-negative number");
     } else if (a == "--loss-csv") {
@@ -294,10 +322,21 @@ int main(int argc, char **argv) {
     for (auto &[name, path] : o.run.inputs)
       if (access(path.c_str(), R_OK) != 0)
         fatal("cannot open input '" + name + "' file '" + path + "'");
+    if (!o.run.loadWeights.empty() &&
+        access(o.run.loadWeights.c_str(), R_OK) != 0)
+      fatal("--load-weights: cannot open '" + o.run.loadWeights + "'");
     if (o.ranks > 1)
       return launchJob(o.ranks, argc, argv);
     usePrivateSessionDir(); // one rank: an MPI singleton in this process
   }
+  // --data's token and target arguments: the inputs of those roles unless
+  // --tokens/--targets say (a pipelined program's split function numbers
+  // its arguments as the train step does).
+  par_pipeline_info_t pipe = manifest.pipeline();
+  resolveDataArgs(o.pipeline && pipe.present && pipe.step
+                      ? manifest.lookup(pipe.step)
+                      : f,
+                  o.run);
   par_rt_context_t *ctx = startRuntime(o, f, target, &argc, &argv);
   int status = o.pipeline ? runPipeline(ctx, o.run) : runModule(ctx, o.run);
   fflush(stdout);

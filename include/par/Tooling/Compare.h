@@ -53,7 +53,8 @@ TensorDiff compareTensors(const Tensor &t, const void *actual,
 /// After `steps` > 1 training steps the line is informational (parameters
 /// drift apart by rounding) and the result always passes.
 bool reportTensorDiff(size_t k, const Tensor &t, const TensorDiff &d,
-                      double tol, int64_t steps);
+                      double tol, int64_t steps,
+                      const std::string &name = {});
 
 /// The largest relative error of `losses` against `reference` (NaN if any
 /// loss of either is NaN).

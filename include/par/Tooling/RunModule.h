@@ -38,11 +38,19 @@ struct RunOptions {
   TrainLogOptions train; // steps > 0: iterate a train step
   std::string data;      // a character corpus for the token/target args
   int64_t tokensArg = 0, targetsArg = 1;
+  bool tokensGiven = false, targetsGiven = false; // --tokens, --targets
+  std::string loadWeights; // a .safetensors file for the named inputs
+  std::string saveWeights; // where the trained named inputs go
   SamplingOptions sample; // count > 0: sample after training
   std::string sampleEntry;
   std::string trace; // pipelined runs: a Chrome trace of the last step
   bool errorNorm = false; // after training: the error-feedback buffers' norm
 };
+
+/// The data arguments --data fills, where --tokens/--targets did not say:
+/// the inputs of `f` of role "tokens" and "targets" (par.data), else arg0
+/// and arg1.
+void resolveDataArgs(const Function &f, RunOptions &o);
 
 /// Runs `o.entry` of the artifact's sharded program on this rank of the
 /// job `ctx` (whose mesh is set); returns the exit status (1 when --verify

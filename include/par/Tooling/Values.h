@@ -5,7 +5,9 @@
 // every sharding of a program (and its unsharded reference) sees the same
 // global values. A tensor with a par.init initialiser takes it instead:
 // "zeros", "ones" or "uniform:<scale>" (the generator's value times scale).
-// Other floats are uniform in [-1, 1), integers small in [-8, 8).
+// Other floats are uniform in [-1, 1), integers small in [-8, 8), but for
+// the frontend's tokens and targets (roles "tokens"/"targets" with a
+// vocab: par.data, par.vocab), which are uniform in [0, vocab).
 //
 //===----------------------------------------------------------------------===//
 
