@@ -38,6 +38,9 @@ struct DecomposeConstantPad : public linalg::DecomposePadOpPattern {
 struct DecomposePadPass
     : public mlir::par::impl::DecomposePadBase<DecomposePadPass> {
   void runOnOperation() override {
+    if (getOperation().walk([](tensor::PadOp) { return WalkResult::interrupt(); })
+            .wasInterrupted() == false)
+      return; // Nothing to do: leave the function as it is.
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeConstantPad>(&getContext());
     FrozenRewritePatternSet frozen(std::move(patterns));

@@ -76,6 +76,10 @@ struct ExpandFPowIPass
     });
     if (bad)
       return signalPassFailure();
+    if (!getOperation()
+             .walk([](math::FPowIOp) { return WalkResult::interrupt(); })
+             .wasInterrupted())
+      return; // Nothing to do: leave the function as it is.
     RewritePatternSet patterns(&getContext());
     patterns.add<ExpandConstantFPowI>(&getContext());
     FrozenRewritePatternSet frozen(std::move(patterns));

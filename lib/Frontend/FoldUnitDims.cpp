@@ -24,9 +24,27 @@ using namespace mlir::par;
 
 namespace {
 
+/// Whether a linalg op of `fn` has a unit-extent loop or operand dim.
+bool hasUnitDims(func::FuncOp fn) {
+  return fn
+      .walk([](linalg::LinalgOp op) {
+        for (int64_t range : op.getStaticLoopRanges())
+          if (range == 1)
+            return WalkResult::interrupt();
+        for (Value v : op->getOperands())
+          if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+            if (llvm::is_contained(t.getShape(), 1))
+              return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 struct FoldUnitDimsPass
     : public mlir::par::impl::FoldUnitDimsBase<FoldUnitDimsPass> {
   void runOnOperation() override {
+    if (!hasUnitDims(getOperation()))
+      return; // Nothing to do: leave the function as it is.
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
     // Reshapes, not rank-reducing slices: expand/collapse_shape have
@@ -45,7 +63,10 @@ struct FoldUnitDimsPass
     tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
     tensor::populateFoldTensorEmptyPatterns(patterns);
     FrozenRewritePatternSet frozen(std::move(patterns));
-    if (failed(applyPatternsKeepingStage(getOperation(), frozen))) {
+    // Folding on: the reshapes the patterns leave (collapse of an expand)
+    // fold away.
+    if (failed(applyPatternsKeepingStage(getOperation(), frozen,
+                                         /*fold=*/true))) {
       getOperation().emitOpError("par-fold-unit-dims did not converge");
       return signalPassFailure();
     }

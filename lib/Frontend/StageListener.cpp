@@ -31,11 +31,21 @@ struct StageStamp : public RewriterBase::Listener {
   void notifyOperationErased(Operation *op) override { erased.insert(op); }
 };
 
+/// No region simplification, and folding only if asked, so that what the
+/// patterns do not match stays as it was.
+GreedyRewriteConfig quietConfig(bool fold) {
+  GreedyRewriteConfig config;
+  config.enableFolding(fold);
+  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  return config;
+}
+
 } // namespace
 
 LogicalResult
 mlir::par::applyPatternsKeepingStage(Operation *fn,
-                                     const FrozenRewritePatternSet &patterns) {
+                                     const FrozenRewritePatternSet &patterns,
+                                     bool fold) {
   SmallVector<Operation *> pinned;
   fn->walk([&](Operation *op) {
     if (op != fn && op->hasAttr(ParDialect::kStageAttrName))
@@ -47,7 +57,7 @@ mlir::par::applyPatternsKeepingStage(Operation *fn,
       continue;
     stamp.block = op->getBlock();
     stamp.stage = op->getAttr(ParDialect::kStageAttrName);
-    GreedyRewriteConfig config;
+    GreedyRewriteConfig config = quietConfig(fold);
     config.setStrictness(GreedyRewriteStrictness::ExistingOps);
     config.setListener(&stamp);
     // Not converging on one op is no error: the whole-function run below
@@ -55,5 +65,5 @@ mlir::par::applyPatternsKeepingStage(Operation *fn,
     (void)applyOpPatternsGreedily(ArrayRef<Operation *>{op}, patterns,
                                   config);
   }
-  return applyPatternsGreedily(fn, patterns);
+  return applyPatternsGreedily(fn, patterns, quietConfig(fold));
 }

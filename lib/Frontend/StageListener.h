@@ -18,9 +18,10 @@ namespace mlir::par {
 /// `par.stage` is rewritten on its own first, and every op a rewrite of it
 /// inserts into the function's body gets the same `par.stage`; then the
 /// patterns run over the whole function (e.g. to fold the reshapes left
-/// behind).
+/// behind). No region simplification; ops are folded only with `fold`.
 LogicalResult applyPatternsKeepingStage(Operation *fn,
-                                        const FrozenRewritePatternSet &patterns);
+                                        const FrozenRewritePatternSet &patterns,
+                                        bool fold = false);
 
 } // namespace mlir::par
 

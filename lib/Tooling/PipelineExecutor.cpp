@@ -30,6 +30,7 @@
 #include "par/Tooling/CharData.h"
 #include "par/Tooling/Compare.h"
 #include "par/Tooling/Diagnostics.h"
+#include "par/Tooling/Npy.h"
 #include "par/Tooling/Traffic.h"
 #include "par/Tooling/Values.h"
 #include "par/Tooling/Weights.h"
@@ -166,6 +167,8 @@ private:
   std::vector<int64_t> coords;
   DataLoader data;
   Function stepSpec; // the unpipelined step (no --data)
+  // --input argK=FILE.npy of the step's data arguments (a fixed batch).
+  std::map<int64_t, Buffer> fixedData;
   // --load-weights: the named parameters' global values by the split
   // function's argument.
   std::map<int64_t, Buffer> loaded;
@@ -387,6 +390,25 @@ Buffer PipelineRun::dataArg(const Function &fs, size_t j, int64_t orig,
             " is not an m-fold argument of '" + stepSpec.name + "'");
     int64_t row = t.globalCount / t.global[0];
     int64_t mm = m;
+    auto given = o.inputs.find("arg" + std::to_string(orig));
+    if (given != o.inputs.end()) {
+      // --input argK=FILE.npy: the step's whole argument (m micro-batches),
+      // read once; micro-batch mb takes the same rows as generated data.
+      auto cached = fixedData.find(orig);
+      if (cached == fixedData.end())
+        cached = fixedData
+                     .emplace(orig, readNpy(given->second, stepSpec.inputs[orig],
+                                            inputLabel(stepSpec.inputs,
+                                                       (size_t)orig)))
+                     .first;
+      size_t elt = t.globalBytes() / (size_t)t.globalCount;
+      Buffer g = zeroBuffer(t.globalBytes());
+      for (int64_t r = 0; r < t.global[0]; ++r)
+        std::memcpy(g.data() + (size_t)(r * row) * elt,
+                    cached->second.data() + (size_t)((r * mm + mb) * row) * elt,
+                    (size_t)row * elt);
+      return fs.scatter(PAR_INPUT, j, g);
+    }
     Buffer g = generateGlobal(t, o.seed, orig, &stepSpec.inputs[orig],
                               [&](int64_t i) {
                                 return ((i / row) * mm + mb) * row + i % row;

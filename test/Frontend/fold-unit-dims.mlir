@@ -1,4 +1,4 @@
-// RUN: par-opt %s --pass-pipeline='builtin.module(func.func(par-fold-unit-dims))' | FileCheck %s --implicit-check-not='0)>'
+// RUN: par-opt %s --pass-pipeline='builtin.module(func.func(par-fold-unit-dims))' | FileCheck %s --implicit-check-not=', 0)>'
 
 // Tests that torch's keepdim mean and its broadcast (a constant-0 result
 // in the indexing maps, which par-autodiff cannot transpose) lose the unit

@@ -146,7 +146,7 @@ def main():
         loss = loss_of(ref, xs, loss_fn)
         loss.backward()
         opt.step()
-        torch_losses.append(float(loss))
+        torch_losses.append(float(loss.detach()))
     traj = max(abs(a - b) / abs(b) for a, b in zip(par_losses, torch_losses)) \
         if len(par_losses) == STEPS else float("inf")
     mesh = f"dp{dp}xtp{tp}" + (f"xpp{pp}" if pp > 1 else "")

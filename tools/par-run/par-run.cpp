@@ -107,7 +107,9 @@ void usage() {
           "             par-pipeline-schedule): each rank runs its stored "
           "actions;\n             with --verify the loss trajectory is "
           "checked against the\n             unpipelined train step on 1 "
-          "rank\n"
+          "rank; data from --data, from --input\n             argK=FILE.npy "
+          "(the step's whole argument, m micro-batches: the\n             same "
+          "batch every step) or from the generator\n"
           "  --trace FILE.json  with --pipeline: a Chrome trace of every "
           "rank's\n             actions (open in Perfetto)\n"
           "  --error-norm  with --steps: after training print the L2 norm of "
@@ -169,10 +171,14 @@ void checkCombinations(const Options &o) {
     fatal("--loss-csv needs --steps");
   if (!r.train.lossPlot.empty() && r.train.steps == 0)
     fatal("--loss-plot needs --steps");
-  if (o.pipeline &&
-      (r.train.steps == 0 || !r.entry.empty() || !r.inputs.empty()))
-    fatal("--pipeline trains: it needs --steps, and takes neither --entry nor "
-          "--input");
+  if (o.pipeline && (r.train.steps == 0 || !r.entry.empty()))
+    fatal("--pipeline trains: it needs --steps, and takes no --entry");
+  if (o.pipeline && !r.inputs.empty() && r.verify)
+    fatal("--pipeline --verify checks against generated or --data batches; "
+          "it does not take --input");
+  if (o.pipeline && !r.inputs.empty() && !r.data.empty())
+    fatal("--pipeline takes its data from --data or from --input (a fixed "
+          "batch), not both");
   if (!r.saveWeights.empty() && !r.loadWeights.empty() &&
       r.saveWeights == r.loadWeights)
     fatal("--save-weights would overwrite the --load-weights file '" +

@@ -25,7 +25,10 @@ def Autodiff : Pass<"par-autodiff", "ModuleOp"> {
     (chain rule over add, sub, mul, div, neg, exp, log, tanh, erf, sqrt,
     rsqrt, max/min, select, casts) and accumulates `dy * d(body)/d(input)`
     into the input's gradient, reducing over the loops the input does not
-    index (broadcasts). Reshapes, slices, inserts and concatenations get
+    index (broadcasts). A reduction's combiner must be a sum, or a
+    maximum/minimum with a constant init (torch's amax): its adjoint reads
+    the final maximum, so the gradient goes to the elements that attain
+    it. Reshapes, slices, inserts and concatenations get
     their structural adjoints; softmax its closed form. Each op's adjoint
     is its `AdjointOpInterface` (external models on upstream ops in
     lib/Training/AdjointModels.cpp); an op without one is an error naming
