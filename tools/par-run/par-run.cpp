@@ -55,7 +55,7 @@ struct Options {
 void usage() {
   fprintf(stderr,
           "usage: par-run -n N ARTIFACT_DIR [--backend cpu|cuda] "
-          "[--input argK=FILE.npy ...] [--seed S] [--output DIR] [--verify] "
+          "[--input NAME=FILE.npy ...] [--seed S] [--output DIR] [--verify] "
           "[--entry NAME] [--repeat K] [--steps N [--loss-csv FILE] "
           "[--error-norm]] [--load-weights F.safetensors] "
           "[--save-weights F.safetensors]\n"
