@@ -20,6 +20,7 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Format.h"
 
@@ -141,14 +142,33 @@ struct PipelineSplitPass
       return true;
     if (matchPattern(op, m_Constant()) || isa<tensor::EmptyOp>(op))
       return true;
-    if (!isa<linalg::FillOp, tensor::SplatOp>(op))
+    // Fills and splats of cheap values, and any side-effect-free op computed
+    // from cheap values only (no argument reaches it: HF GPT2's causal mask
+    // built from iotas and compares), are recomputed in each stage that
+    // uses them rather than sent.
+    if (!isa<linalg::FillOp, tensor::SplatOp>(op) &&
+        !(isMemoryEffectFree(op) && op->getNumResults() > 0))
       return false;
-    for (Value v : op->getOperands()) {
+    for (Value v : usedValues(op)) {
       Operation *d = v.getDefiningOp();
       if (!d || !remat.contains(d))
         return false;
     }
     return true;
+  }
+
+  /// The values `op` uses that are defined outside it: its operands and
+  /// what its regions capture (a generic body's constants).
+  static SmallVector<Value> usedValues(Operation *op) {
+    SmallVector<Value> used(op->getOperands());
+    op->walk([&](Operation *inner) {
+      if (inner == op)
+        return;
+      for (Value v : inner->getOperands())
+        if (!op->isAncestor(v.getParentRegion()->getParentOp()))
+          used.push_back(v);
+    });
+    return used;
   }
 
   /// The top-level op of the function containing `user`.
@@ -458,7 +478,7 @@ struct PipelineSplitPass
         return fn.emitOpError()
                << "stage " << k << " needs a value computed in another "
                << "stage (internal error in the cut search)";
-      for (Value o : d->getOperands())
+      for (Value o : usedValues(d))
         if (failed(need(o)))
           return failure();
       nb.clone(*d, map);

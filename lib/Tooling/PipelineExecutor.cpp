@@ -41,6 +41,7 @@
 #include <functional>
 #include <list>
 #include <optional>
+#include <set>
 
 namespace par::tooling {
 
@@ -143,6 +144,12 @@ private:
   void runBackwardWeight(const pl::Action &a, int64_t step);
   void runTransfer(const pl::Action &a);
   void runUpdates();
+  void sumTiedGradients();
+  // Parameters several stages take: (split-function argument, [(stage,
+  // index in its update)]), found once (tiedChecked).
+  std::vector<std::pair<int64_t, std::vector<std::pair<int64_t, size_t>>>>
+      tied;
+  bool tiedChecked = false;
   void trainStep(int64_t step);
   double lossScale() const;
   void reportStash();
@@ -579,8 +586,63 @@ void PipelineRun::runTransfer(const pl::Action &a) {
                ctx, "sending " + pl::formatAction(a));
 }
 
+/// Parameters that several stages take (an LM head tied to the token
+/// embedding, in the first and the last stage): each stage holds a copy and
+/// computes its part of the gradient. Before the updates every copy gets
+/// the sum of all parts, over the pipeline axis (Megatron's embedding-group
+/// all-reduce), so the copies take identical updates and stay equal. Every
+/// rank of the axis joins each sum (zeros where it holds no copy), in one
+/// order. The copies must have one local layout (the same sharding).
+void PipelineRun::sumTiedGradients() {
+  if (!tiedChecked) {
+    std::map<int64_t, std::vector<std::pair<int64_t, size_t>>> users;
+    for (int64_t s = 0; s < S; ++s)
+      for (size_t j = 0; j < stages[s].update.stageArgs.size(); ++j)
+        users[stages[s].update.stageArgs[j]].push_back({s, j});
+    for (auto &[orig, us] : users) {
+      if (us.size() < 2)
+        continue;
+      const Function &u0 = stages[us[0].first].update;
+      size_t P0 = u0.stageArgs.size();
+      const Tensor &g0 = u0.inputs[P0 + us[0].second];
+      for (auto [s, j] : us) {
+        const Function &u = stages[s].update;
+        const Tensor &g = u.inputs[u.stageArgs.size() + j];
+        if (g.localCount != g0.localCount || g.dtype != g0.dtype ||
+            g.local != g0.local)
+          fatal("pipeline: parameter " + inputLabel(u.inputs, j) +
+                " is used by stages " + std::to_string(us[0].first) + " and " +
+                std::to_string(s) + " with different local layouts; a tied "
+                "parameter needs one sharding in every stage");
+      }
+      tied.push_back({orig, us});
+    }
+    tiedChecked = true;
+  }
+  for (auto &[orig, us] : tied) {
+    const Function &u0 = stages[us[0].first].update;
+    const Tensor &g0 = u0.inputs[u0.stageArgs.size() + us[0].second];
+    size_t bytes = g0.localBytes();
+    Buffer mine = zeroBuffer(bytes), total = zeroBuffer(bytes);
+    for (auto [s, j] : us)
+      if (shape.rankOf(s) == me)
+        for (int64_t i = 0; i < g0.localCount; ++i)
+          par_dtype_store(g0.dtype, mine.data(), i,
+                          par_dtype_load(g0.dtype, mine.data(), i) +
+                              par_dtype_load(g0.dtype,
+                                             stages[s].gradSum[j].data(), i));
+    par_rt_k_all_reduce((int64_t)(intptr_t)mine.data(),
+                        (int64_t)(intptr_t)total.data(), g0.localCount,
+                        g0.dtype, PAR_SUM, axesCode);
+    for (auto [s, j] : us)
+      if (shape.rankOf(s) == me)
+        std::memcpy(stages[s].gradSum[j].data(), total.data(), bytes);
+  }
+}
+
 /// The optimizer: each stage's update on its summed gradients.
 void PipelineRun::runUpdates() {
+  sumTiedGradients();
   for (int64_t s = me; s < S; s += pipe.p) {
     StageProgram &st = stages[s];
     size_t P = st.paramArgs.size();
@@ -779,10 +841,11 @@ void PipelineRun::saveStageWeights() {
   if (rank != 0)
     return;
   std::vector<NamedValue> values;
+  std::set<int64_t> written; // a tied parameter is in several stages
   for (int64_t s = 0; s < S; ++s) {
     const Function &u = stages[s].update;
     for (size_t j = 0; j < u.stageArgs.size(); ++j)
-      if (!u.inputs[j].name.empty())
+      if (!u.inputs[j].name.empty() && written.insert(u.stageArgs[j]).second)
         values.push_back({&u.inputs[j], &whole[u.stageArgs[j]]});
   }
   saveWeights(o.saveWeights, func, values);

@@ -53,8 +53,8 @@ def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print("command failed: " + " ".join(cmd))
-        print(r.stdout[-4000:])
-        print(r.stderr[-4000:])
+        print(r.stdout[-2000:])
+        print(r.stderr[:3000])  # the first error, not the IR dump after it
         sys.exit(1)
     return r.stdout
 
