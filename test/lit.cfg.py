@@ -71,6 +71,10 @@ if _succeeds([sys.executable, "-c", "import torch"]):
 _frontend_venv = subprocess.run(
     ["bash", os.path.join(config.par_src_root, "scripts", "install-frontend.sh"),
      "--print-path"], capture_output=True, text=True).stdout.strip()
+# par-import (a launcher) finds the environment the way lit did here.
+for _v in ("PAR_VENV_ROOT", "XDG_CACHE_HOME", "HOME"):
+    if _v in os.environ:
+        config.environment[_v] = os.environ[_v]
 if _frontend_venv and os.path.exists(os.path.join(_frontend_venv, ".par-complete")):
     config.available_features.add("torch-mlir")
 config.substitutions.append(
