@@ -79,6 +79,14 @@ def _linear_layers(module: nn.Module):
     return out
 
 
+def _tied_weights(module: nn.Module):
+    """ids of the parameters that have several names (tied weights)."""
+    seen: Dict[int, int] = {}
+    for _, p in module.named_parameters(remove_duplicate=False):
+        seen[id(p)] = seen.get(id(p), 0) + 1
+    return {k for k, n in seen.items() if n > 1}
+
+
 def _vocab_of(module: nn.Module) -> Optional[int]:
     for _, m in module.named_modules():
         if isinstance(m, nn.Embedding):
@@ -93,14 +101,22 @@ def derive_tp_plan(module: nn.Module, tp: int) -> Dict[str, str]:
     so that the pair needs one all-reduce (attention: qkv then the output
     projection; MLP: up then down). A layer producing the vocabulary (the LM
     head: out_features == the embedding's num_embeddings) stays out of the
-    pairing and is replicated; so is a pair whose sharded dimension tp does
-    not divide."""
+    pairing: column-parallel (vocabulary-parallel) when tp divides the
+    vocabulary and its weight is not tied to the embedding, else
+    replicated. A pair whose sharded dimension tp does not divide stays
+    replicated."""
     vocab = _vocab_of(module)
     plan: Dict[str, str] = {}
     layers = []
+    tied = _tied_weights(module)
     for name, m, layout in _linear_layers(module):
         out_f = m.weight.shape[0] if layout == "out_in" else m.weight.shape[1]
         if vocab is not None and out_f == vocab:
+            # Megatron's vocabulary-parallel LM head: its logits stay split
+            # over the vocabulary (the loss's max and sums all-reduce), unless
+            # its weight is tied to the token embedding, which stays whole.
+            if out_f % tp == 0 and id(m.weight) not in tied:
+                plan[name] = "colwise"
             continue
         layers.append((name, m, layout))
     for i in range(0, len(layers) - 1, 2):
