@@ -33,7 +33,10 @@ rm -rf "$venv"
 mkdir -p "$root"
 start=$(date +%s)
 /usr/bin/python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --no-input -r "$req"
+# One retry: a dropped connection to PyPI should not fail the test command.
+"$venv/bin/pip" install --quiet --no-input -r "$req" ||
+  { echo "install-frontend: pip failed; retrying once" >&2
+    "$venv/bin/pip" install --quiet --no-input -r "$req"; }
 # The import that par-import needs, checked before the environment counts as installed.
 "$venv/bin/python" -c "import torch, torch_mlir.fx, safetensors, transformers" 
 touch "$venv/.par-complete"
