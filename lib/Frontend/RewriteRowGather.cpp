@@ -176,12 +176,12 @@ void rewriteGather(linalg::GenericOp op, RowGather g) {
 struct RewriteRowGatherPass
     : public mlir::par::impl::RewriteRowGatherBase<RewriteRowGatherPass> {
   void runOnOperation() override {
-    SmallVector<std::pair<linalg::GenericOp, RowGather>> todo;
+    SmallVector<std::pair<linalg::GenericOp, RowGather>> matches;
     getOperation().walk([&](linalg::GenericOp op) {
       if (std::optional<RowGather> g = matchRowGather(op))
-        todo.emplace_back(op, *g);
+        matches.emplace_back(op, *g);
     });
-    for (auto &[op, g] : todo)
+    for (auto &[op, g] : matches)
       rewriteGather(op, g);
   }
 };

@@ -467,18 +467,22 @@ SessionBuffer PipelineRun::takeOutputGradient(const pl::Action &a,
   return dy;
 }
 
+/// sum[i] += x[i] for `count` elements of `dtype`, on the host.
+static void addInto(par_dtype_t dtype, char *sum, const char *x,
+                    int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    par_dtype_store(dtype, sum, i,
+                    par_dtype_load(dtype, sum, i) + par_dtype_load(dtype, x, i));
+}
+
 /// Adds the parameter gradients (results 1..P of `fn`) to the sums, on the
 /// host (a round trip per backward: see the file comment).
 void PipelineRun::accumulate(StageProgram &st, const Function &fn,
                              const std::vector<SessionBuffer> &outs) {
   for (size_t j = 0; j < st.paramArgs.size(); ++j) {
     const Tensor &t = fn.outputs[1 + j];
-    char *sum = st.gradSum[j].data();
     Buffer g = outs[1 + j].download();
-    for (int64_t i = 0; i < t.localCount; ++i)
-      par_dtype_store(t.dtype, sum, i,
-                      par_dtype_load(t.dtype, sum, i) +
-                          par_dtype_load(t.dtype, g.data(), i));
+    addInto(t.dtype, st.gradSum[j].data(), g.data(), t.localCount);
   }
 }
 
@@ -626,11 +630,8 @@ void PipelineRun::sumTiedGradients() {
     Buffer mine = zeroBuffer(bytes), total = zeroBuffer(bytes);
     for (auto [s, j] : us)
       if (shape.rankOf(s) == me)
-        for (int64_t i = 0; i < g0.localCount; ++i)
-          par_dtype_store(g0.dtype, mine.data(), i,
-                          par_dtype_load(g0.dtype, mine.data(), i) +
-                              par_dtype_load(g0.dtype,
-                                             stages[s].gradSum[j].data(), i));
+        addInto(g0.dtype, mine.data(), stages[s].gradSum[j].data(),
+                g0.localCount);
     par_rt_k_all_reduce((int64_t)(intptr_t)mine.data(),
                         (int64_t)(intptr_t)total.data(), g0.localCount,
                         g0.dtype, PAR_SUM, axesCode);

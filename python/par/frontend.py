@@ -25,7 +25,6 @@ import fnmatch
 import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -137,7 +136,7 @@ def _match_plan(plan: Dict[str, str], layer: str) -> Optional[str]:
     return None
 
 
-def _param_shardings(module, names, dp, tp, tp_plan, axes):
+def _param_shardings(module, names, tp, tp_plan):
     """par.sharding text per parameter name (absent: replicated)."""
     shard: Dict[str, str] = {}
     if tp <= 1:
@@ -472,7 +471,7 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
         raise ImportError_("tokens/targets inputs need vocab= (the module has no nn.Embedding)")
 
     plan = tp_plan if tp_plan is not None else derive_tp_plan(module, tp)
-    shard = _param_shardings(module, set(names), dp, tp, plan, None)
+    shard = _param_shardings(module, set(names), tp, plan)
     pins = stages if stages is not None else derive_stages(module, pp)
     for s in pins.values():
         if not (0 <= s < max(pp, 1)):
