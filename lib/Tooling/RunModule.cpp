@@ -14,10 +14,12 @@
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Npy.h"
 #include "par/Tooling/Traffic.h"
+#include "par/Tooling/TrainState.h"
 #include "par/Tooling/Values.h"
 #include "par/Tooling/Weights.h"
 
 #include <algorithm>
+#include <set>
 #include <cstdio>
 #include <cstdlib>
 #include <sys/stat.h>
@@ -39,6 +41,8 @@ private:
   void readGivenInputs();
   void loadGivenWeights();
   void saveTrainedWeights();
+  void resumeState();
+  void saveState(int64_t step);
   void injectCrash() const;
   void train();
   void repeat();
@@ -115,6 +119,47 @@ void ModuleRun::saveTrainedWeights() {
   saveWeights(o.saveWeights, f.name, values);
 }
 
+/// --resume: the train state from the checkpoint, each rank its blocks
+/// (assembled from the shards by global index, whatever mesh saved them).
+void ModuleRun::resumeState() {
+  checkTrainStep(f);
+  CheckpointReader reader(o.resume);
+  CheckpointMeta here = runMeta(f, o, "plain", 0);
+  bool same = reader.sameLayout(here);
+  std::set<std::string> keys;
+  int64_t reset = 0;
+  for (const CheckpointTensor &t : stepState(f, locals, rank)) {
+    if (!t.layoutBound)
+      keys.insert(t.key);
+    else if (!same) {
+      ++reset;
+      continue;
+    }
+    reader.load(t, rank);
+  }
+  reader.finish(ctx, keys);
+  if (rank != 0)
+    return;
+  const CheckpointMeta &m = reader.meta();
+  printf("%s: resumed from %s (step %lld; saved by '%s' on mesh",
+         toolName().c_str(), reader.path().c_str(), (long long)m.step,
+         m.function.c_str());
+  for (size_t a = 0; a < m.axisNames.size(); ++a)
+    printf(" %s=%lld", m.axisNames[a].c_str(), (long long)m.axisSizes[a]);
+  printf(", %s)\n", m.layout.c_str());
+  if (reset > 0)
+    printf("%s: the checkpoint is from another layout: %lld gradient "
+           "compression state tensor(s) (error feedback) start from zero\n",
+           toolName().c_str(), (long long)reset);
+}
+
+/// --checkpoint: the train state after `step` (the arguments the next
+/// step runs with, on the host).
+void ModuleRun::saveState(int64_t step) {
+  saveCheckpoint(ctx, o.checkpoint, runMeta(f, o, "plain", step),
+                 stepState(f, locals, rank));
+}
+
 /// Fault injection for tests of the failure path: the named rank crashes
 /// just before the program runs, while the others wait in its collectives.
 void ModuleRun::injectCrash() const {
@@ -128,6 +173,7 @@ void ModuleRun::injectCrash() const {
 void ModuleRun::train() {
   checkTrainStep(f);
   TrainLogOptions logOptions = o.train;
+  logOptions.firstStep = o.resumedStep + 1;
   // Loss scaling: the argument the next scale feeds is this step's scale.
   int64_t scaleArg = -1;
   if (f.lossScaleResult >= 0) {
@@ -158,7 +204,7 @@ void ModuleRun::train() {
   // Every rank's step-or-skip decisions, to check they agree.
   std::vector<double> decisions;
   double nextScale = NAN;
-  for (int64_t step = 1; step <= o.train.steps; ++step) {
+  for (int64_t step = o.resumedStep + 1; step <= o.train.steps; ++step) {
     // Loss scaling needs the host each step: the scale and the finite
     // flag (one element each) for the log and the decision check.
     double scale =
@@ -173,6 +219,10 @@ void ModuleRun::train() {
     }
     log.step(step, loss, stepper.seconds(),
              tokens ? double(tokens->globalCount) : -1.0, scale, taken);
+    if (checkpointDue(o, step)) {
+      stepper.syncArguments();
+      saveState(step);
+    }
   }
   if (scaleArg >= 0) {
     checkSameDecisions(ctx, decisions, rank, world);
@@ -188,7 +238,7 @@ void ModuleRun::train() {
   par_rt_context_stats(ctx, &stats);
   CompressionTotals compression;
   compression.add(f);
-  reportTraffic(ctx, o.train.steps, compression, rank, world);
+  reportTraffic(ctx, o.train.steps - o.resumedStep, compression, rank, world);
   if (o.errorNorm) {
     // After the last step the arguments hold its fed-back results.
     std::vector<ErrorFeedbackBlock> blocks;
@@ -346,6 +396,20 @@ int ModuleRun::run() {
   readGivenInputs();
   loadGivenWeights();
   locals = localInputs(f, globalInputs(f, o.seed, given));
+  if (!o.resume.empty()) {
+    resumeState();
+    // An export (no --steps), or a run whose checkpoint is at --steps
+    // already: the state as loaded, nothing trained.
+    if (o.train.steps <= o.resumedStep) {
+      if (rank == 0 && o.train.steps > 0)
+        printf("%s: the checkpoint is at step %lld of --steps %lld: nothing "
+               "to train\n",
+               toolName().c_str(), (long long)o.resumedStep,
+               (long long)o.train.steps);
+      saveTrainedWeights();
+      return 0;
+    }
+  }
   if (!o.data.empty()) {
     data.seed = o.seed;
     data.load(o.data);

@@ -198,7 +198,8 @@ void TrainLog::step(int64_t step, double loss, double seconds, double tokens,
     printf("  scale %.6g%s  skipped %lld", scale,
            taken ? "" : " (non-finite gradients: step skipped)",
            (long long)skipped);
-  printf("  %.1f s left\n", done / step * (o.steps - step));
+  int64_t run = step - o.firstStep + 1;
+  printf("  %.1f s left\n", done / std::max<int64_t>(run, 1) * (o.steps - step));
   fflush(stdout);
   if (csv) {
     fprintf(csv, "%lld,%.9g,%.6f", (long long)step, loss, done);

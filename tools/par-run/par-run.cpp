@@ -34,6 +34,7 @@
 #include "par/Tooling/Launcher.h"
 #include "par/Tooling/PipelineExecutor.h"
 #include "par/Tooling/RunModule.h"
+#include "par/Tooling/TrainState.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -92,6 +93,17 @@ void usage() {
           "  --backend cuda  run a program compiled with par-compile --target "
           "cuda\n             (parameters and state stay in GPU memory; the "
           "default cpu\n             runs CPU programs)\n"
+          "  --checkpoint DIR  with --steps: save the train state (parameters, "
+          "optimizer,\n             loss-scale and compression state, step, "
+          "seed) to DIR/step-NNNNNNNN,\n             every rank its shards, "
+          "atomically (docs/Checkpoints.md): after the\n             last step "
+          "and, with --save-every N, after every N-th; --keep K\n"
+          "             keeps the newest K\n"
+          "  --resume DIR  continue from DIR's newest complete checkpoint "
+          "(saved on any\n             mesh, pipelined or not): --steps N is "
+          "the total, a run resumed\n             at step k runs k+1..N with "
+          "the checkpoint's seed and batches;\n             without --steps: "
+          "export it with --save-weights\n"
           "  --steps N   train: run a train step (par-optimizer) N times, "
           "feeding\n             new parameters and state back, printing the "
           "loss\n"
@@ -171,7 +183,8 @@ void checkCombinations(const Options &o) {
     fatal("--loss-csv needs --steps");
   if (!r.train.lossPlot.empty() && r.train.steps == 0)
     fatal("--loss-plot needs --steps");
-  if (o.pipeline && (r.train.steps == 0 || !r.entry.empty()))
+  if (o.pipeline && ((r.train.steps == 0 && r.resume.empty()) ||
+                     !r.entry.empty()))
     fatal("--pipeline trains: it needs --steps, and takes no --entry");
   if (o.pipeline && !r.inputs.empty() && r.verify)
     fatal("--pipeline --verify checks against generated or --data batches; "
@@ -188,6 +201,22 @@ void checkCombinations(const Options &o) {
   if (r.errorNorm && r.train.steps == 0)
     fatal("--error-norm needs --steps (it reports the error-feedback "
           "buffers after training)");
+  if (!r.checkpoint.dir.empty() && r.train.steps == 0)
+    fatal("--checkpoint needs --steps (it saves the train state)");
+  if ((r.checkpoint.every > 0 || r.checkpoint.keep > 0) &&
+      r.checkpoint.dir.empty())
+    fatal("--save-every and --keep need --checkpoint DIR");
+  if (!r.resume.empty() && r.train.steps == 0 && r.saveWeights.empty())
+    fatal("--resume without --steps exports the checkpoint's weights: give "
+          "--save-weights FILE.safetensors (or --steps N to train on)");
+  if (!r.resume.empty() && !r.loadWeights.empty())
+    fatal("--resume takes the parameters from the checkpoint; drop "
+          "--load-weights");
+  if (!r.resume.empty() && r.verify)
+    fatal("--verify checks against the reference from the initial values; "
+          "it does not combine with --resume");
+  if (!r.resume.empty() && (r.repeat > 1 || !r.inputs.empty()))
+    fatal("--resume continues training: it takes no --repeat or --input");
   if (r.sample.count > 0 && (r.train.steps == 0 || r.data.empty()))
     fatal("--sample needs --steps and --data (it samples from the trained "
           "model with the data's character tokenizer)");
@@ -217,6 +246,15 @@ Options parseArgs(int argc, char **argv) {
       r.inputs[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (a == "--seed") {
       r.seed = r.sample.seed = strtoull(next().c_str(), nullptr, 10);
+      r.seedGiven = true;
+    } else if (a == "--checkpoint") {
+      r.checkpoint.dir = next();
+    } else if (a == "--save-every") {
+      r.checkpoint.every = positive(a, next(), "number of steps");
+    } else if (a == "--keep") {
+      r.checkpoint.keep = positive(a, next(), "count");
+    } else if (a == "--resume") {
+      r.resume = next();
     } else if (a == "--output") {
       r.outputDir = next();
     } else if (a == "--entry") {
@@ -312,7 +350,16 @@ int main(int argc, char **argv) {
   // The manifest alone (the launcher needs the mesh, not the code).
   Session manifest(o.run.artifact, PAR_PROGRAM_SHARDED, nullptr,
                    /*loadCode=*/false);
+  // An export from a checkpoint (--resume without --steps) runs the train
+  // step's layout: the first function's step unless --entry says.
+  if (!o.run.resume.empty() && o.run.train.steps == 0 && o.run.entry.empty() &&
+      !o.pipeline)
+    o.run.entry = manifest.lookup("").step;
   Function f = manifest.lookup(o.run.entry);
+  // --resume: the checkpoint's step and seed (read here first, so that a
+  // missing or bad checkpoint fails before any rank starts).
+  if (!o.run.resume.empty())
+    o.run.resumedStep = adoptCheckpoint(o.run);
   // A GPU program needs the CUDA backend (checked before any rank starts);
   // a CPU program on --backend cuda is refused once the backend is up
   // (without a GPU, starting it fails first, with its own message).

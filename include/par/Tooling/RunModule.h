@@ -18,6 +18,7 @@
 #ifndef PAR_TOOLING_RUNMODULE_H
 #define PAR_TOOLING_RUNMODULE_H
 
+#include "par/Tooling/Checkpoint.h"
 #include "par/Tooling/Sampling.h"
 #include "par/Tooling/TrainLoop.h"
 
@@ -31,6 +32,7 @@ struct RunOptions {
   std::string entry;                         // "" = the first function
   std::map<std::string, std::string> inputs; // "argK" -> FILE.npy
   uint64_t seed = 0;
+  bool seedGiven = false; // --seed (a resumed run takes the checkpoint's)
   std::string outputDir;
   bool verify = false;
   double rtol = -1; // < 0: the dtype's default tolerance
@@ -45,6 +47,9 @@ struct RunOptions {
   std::string sampleEntry;
   std::string trace; // pipelined runs: a Chrome trace of the last step
   bool errorNorm = false; // after training: the error-feedback buffers' norm
+  CheckpointOptions checkpoint; // --checkpoint DIR --save-every N --keep K
+  std::string resume; // --resume DIR: continue from its newest checkpoint
+  int64_t resumedStep = 0; // the step --resume's checkpoint was saved at
 };
 
 /// The data arguments --data fills, where --tokens/--targets did not say:

@@ -83,6 +83,7 @@ std::vector<double> runSteps(const Function &f, std::vector<Buffer> &args,
 
 struct TrainLogOptions {
   int64_t steps = 0;
+  int64_t firstStep = 1; // a resumed run's first step (the log's rate)
   std::string lossCsv;  // "step,loss,seconds" per step (rank 0)
   std::string lossPlot; // an SVG at the end (rank 0)
   // Loss scaling: the progress line and the CSV show each step's scale and

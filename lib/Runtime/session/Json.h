@@ -34,6 +34,10 @@ public:
     return kind_ == Kind::Number ? std::optional<double>(number_)
                                  : std::nullopt;
   }
+  /// The value as a bool, if it is one.
+  std::optional<bool> boolean() const {
+    return kind_ == Kind::Bool ? std::optional<bool>(boolean_) : std::nullopt;
+  }
   /// The value as a string, if it is one.
   const std::string *string() const;
   /// The elements, if it is an array.
