@@ -32,6 +32,7 @@
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Npy.h"
 #include "par/Tooling/Traffic.h"
+#include "par/Tooling/TrainState.h"
 #include "par/Tooling/Values.h"
 #include "par/Tooling/Weights.h"
 
@@ -157,6 +158,12 @@ private:
   void loadStageWeights();
   std::map<int64_t, Buffer> gatherParameters();
   void saveStageWeights();
+  void findStateKeys();
+  std::vector<CheckpointTensor> stageState(std::deque<Buffer> &host,
+                                           std::vector<SessionBuffer *> &bufs,
+                                           bool download);
+  void resumeStages();
+  void saveStages(int64_t step);
   void sample();
   int verify();
 
@@ -179,6 +186,11 @@ private:
   // --load-weights: the named parameters' global values by the split
   // function's argument.
   std::map<int64_t, Buffer> loaded;
+  // Checkpoints: each stage update's inputs' keys (TrainState.h; "" for
+  // gradients), and the lowest stage holding each key (its writer).
+  std::vector<std::vector<std::string>> stateKeys;
+  std::map<std::string, int64_t> keyOwner;
+  Function stepFn; // the unpipelined step (the keys are its arguments)
   std::map<Key, SessionBuffer> acts, grads, stash, dyStash;
   std::list<SessionBuffer> inFlight; // buffers of unfinished sends
   double lossSum = 0;
@@ -775,7 +787,7 @@ void PipelineRun::reportCompression() {
         blocks.push_back({&u, 2 * P + k, &host.back(), ppAxis});
       }
   }
-  reportTraffic(ctx, o.train.steps, compression, rank, world);
+  reportTraffic(ctx, o.train.steps - o.resumedStep, compression, rank, world);
   if (!o.errorNorm)
     return;
   int64_t buffers = 0;
@@ -852,6 +864,103 @@ void PipelineRun::saveStageWeights() {
   saveWeights(o.saveWeights, func, values);
 }
 
+/// The checkpoint keys of every stage's state (all stages: every rank
+/// knows the whole program).
+void PipelineRun::findStateKeys() {
+  Function step = stepFn = sharded.lookup(stepName());
+  if (step.grad.empty())
+    fatal("manifest: the train step '" + step.name + "' records no gradient "
+          "function");
+  Function grad = sharded.lookup(step.grad);
+  for (int64_t s = 0; s < S; ++s) {
+    stateKeys.push_back(stageStateKeys(step, grad, stages[s].update));
+    for (const std::string &k : stateKeys.back())
+      if (!k.empty())
+        keyOwner.emplace(k, s);
+  }
+}
+
+/// This rank's stages' state as checkpoint tensors, with the session
+/// buffers holding each (host copies in `host`; downloaded if asked).
+std::vector<CheckpointTensor>
+PipelineRun::stageState(std::deque<Buffer> &host,
+                        std::vector<SessionBuffer *> &bufs, bool download) {
+  std::vector<CheckpointTensor> out;
+  for (int64_t s = me; s < S; s += pipe.p) {
+    StageProgram &st = stages[s];
+    const Function &u = st.update;
+    size_t P = u.stageArgs.size();
+    for (size_t i = 0; i < u.inputs.size(); ++i) {
+      const std::string &key = stateKeys[s][i];
+      if (key.empty())
+        continue;
+      SessionBuffer *b =
+          i < P ? &st.params[u.stageArgs[i]] : &st.state[i - 2 * P];
+      host.push_back(download ? b->download()
+                              : zeroBuffer(u.inputs[i].localBytes()));
+      CheckpointTensor t;
+      t.key = key;
+      t.fn = &u;
+      t.input = i;
+      t.layoutBound = key.rfind("stage", 0) == 0;
+      t.writer = keyOwner[key] == s && writesBlock(u, u.inputs[i], rank, ppAxis);
+      t.ownerAxis = ppAxis;
+      t.host = &host.back();
+      out.push_back(t);
+      bufs.push_back(b);
+    }
+  }
+  return out;
+}
+
+/// --resume: this rank's stages' state from the checkpoint (a tied
+/// parameter's copies, and each stage's step counter and loss-scale state,
+/// all load the one saved tensor).
+void PipelineRun::resumeStages() {
+  CheckpointReader reader(o.resume);
+  bool same = reader.sameLayout(runMeta(stepFn, o, "pipelined", 0));
+  std::deque<Buffer> host;
+  std::vector<SessionBuffer *> bufs;
+  std::vector<CheckpointTensor> state = stageState(host, bufs, false);
+  int64_t reset = 0;
+  for (size_t k = 0; k < state.size(); ++k) {
+    if (state[k].layoutBound && !same) {
+      ++reset;
+      continue;
+    }
+    if (reader.load(state[k], rank))
+      bufs[k]->upload(*state[k].host);
+  }
+  std::set<std::string> keys;
+  for (auto &[key, s] : keyOwner)
+    if (key.rfind("stage", 0) != 0)
+      keys.insert(key);
+  reader.finish(ctx, keys);
+  if (rank != 0)
+    return;
+  const CheckpointMeta &cm = reader.meta();
+  printf("%s: resumed from %s (step %lld; saved by '%s' on mesh",
+         toolName().c_str(), reader.path().c_str(), (long long)cm.step,
+         cm.function.c_str());
+  for (size_t a = 0; a < cm.axisNames.size(); ++a)
+    printf(" %s=%lld", cm.axisNames[a].c_str(), (long long)cm.axisSizes[a]);
+  printf(", %s)\n", cm.layout.c_str());
+  if (reset > 0)
+    printf("%s: the checkpoint is from another layout: %lld gradient "
+           "compression state tensor(s) (error feedback) start from zero\n",
+           toolName().c_str(), (long long)reset);
+}
+
+/// --checkpoint: every stage's state after `step`.
+void PipelineRun::saveStages(int64_t step) {
+  std::deque<Buffer> host;
+  std::vector<SessionBuffer *> bufs;
+  std::vector<CheckpointTensor> state = stageState(host, bufs, true);
+  // The record names the unpipelined step, whose arguments the keys are.
+  CheckpointMeta meta = runMeta(stepFn, o, "pipelined", step);
+  saveCheckpoint(ctx, o.checkpoint, meta, state);
+}
+
 /// Every stage's parameters gathered on rank 0, which runs the unsharded
 /// logits function (reference.so) on them.
 void PipelineRun::sample() {
@@ -908,7 +1017,22 @@ int PipelineRun::run() {
   loadStageWeights();
   for (int64_t s = me; s < S; s += pipe.p)
     initStage(s);
+  if (!o.checkpoint.dir.empty() || !o.resume.empty())
+    findStateKeys();
+  if (!o.resume.empty()) {
+    resumeStages();
+    if (o.train.steps <= o.resumedStep) {
+      if (rank == 0 && o.train.steps > 0)
+        printf("%s: the checkpoint is at step %lld of --steps %lld: nothing "
+               "to train\n",
+               toolName().c_str(), (long long)o.resumedStep,
+               (long long)o.train.steps);
+      saveStageWeights();
+      return 0;
+    }
+  }
   TrainLogOptions logOptions = o.train;
+  logOptions.firstStep = o.resumedStep + 1;
   const Function &u0 = stages[me].update;
   scaling = u0.lossScaleResult >= 0 && u0.finiteResult >= 0;
   for (int64_t s = 0; s < S; ++s)
@@ -924,8 +1048,11 @@ int PipelineRun::run() {
   printHeader();
   // The statistics cover the steps exactly (not the communicators made).
   par_rt_context_reset_stats(ctx);
-  for (int64_t step = 1; step <= o.train.steps; ++step)
+  for (int64_t step = o.resumedStep + 1; step <= o.train.steps; ++step) {
     trainStep(step);
+    if (checkpointDue(o, step))
+      saveStages(step);
+  }
   if (scaling) {
     checkSameDecisions(ctx, decisions, rank, world);
     log->lossScaleSummary(nextScale);
