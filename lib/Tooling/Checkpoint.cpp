@@ -201,6 +201,8 @@ std::string agree(par_rt_context_t *ctx, const std::string &error) {
 }
 
 constexpr char kSep = '\x1f', kSub = '\x1e';
+/// The offset field of a replica's record (not written; CRC only).
+constexpr uint64_t kReplica = ~0ull;
 
 std::string joinInts(const std::vector<int64_t> &v) {
   std::string s;
@@ -282,8 +284,10 @@ std::vector<int64_t> parseInts(const std::string &s) {
 /// each tensor exactly once.
 std::string manifestText(const CheckpointMeta &meta,
                          const std::vector<std::string> &records,
-                         size_t &tensorCount, std::string &error) {
-  std::map<std::string, std::vector<Shard>> shards;
+                         size_t &tensorCount,
+                         std::vector<std::string> &divergent,
+                         std::string &error) {
+  std::map<std::string, std::vector<Shard>> shards, replicas;
   std::map<std::string, TensorInfo> infos;
   for (size_t r = 0; r < records.size(); ++r) {
     for (const std::string &line : split(records[r], '\n')) {
@@ -293,6 +297,12 @@ std::string manifestText(const CheckpointMeta &meta,
       if (f.size() != 12) {
         error = "malformed shard record from rank " + std::to_string(r);
         return "";
+      }
+      if (strtoull(f[1].c_str(), nullptr, 10) == kReplica) {
+        replicas[f[0]].push_back({(int64_t)r, kReplica, 0,
+                                  (uint32_t)strtoul(f[3].c_str(), nullptr, 10),
+                                  parseInts(f[4]), {}});
+        continue;
       }
       shards[f[0]].push_back({(int64_t)r, strtoull(f[1].c_str(), nullptr, 10),
                               strtoull(f[2].c_str(), nullptr, 10),
@@ -313,6 +323,18 @@ std::string manifestText(const CheckpointMeta &meta,
       infos.emplace(f[0], std::move(info));
     }
   }
+  // Replicas must hold the writer's values (the sharding says so).
+  for (auto &[key, list] : replicas)
+    for (const Shard &rep : list)
+      for (const Shard &w : shards[key])
+        if (w.start == rep.start && w.crc != rep.crc) {
+          const TensorInfo &info = infos[key];
+          divergent.push_back(key + (info.name.empty() ? "" : " (" + info.name + ")") +
+                              ": rank " + std::to_string(rep.rank) +
+                              "'s copy of the block at " + intList(rep.start) +
+                              " differs from rank " + std::to_string(w.rank) +
+                              "'s");
+        }
   std::string s = "{\n  \"format\": \"par-checkpoint\",\n  \"version\": 1,\n";
   s += "  \"step\": " + std::to_string(meta.step) + ",\n";
   s += "  \"seed\": " + std::to_string(meta.seed) + ",\n";
@@ -451,6 +473,11 @@ void saveCheckpoint(par_rt_context_t *ctx, const CheckpointOptions &o,
   for (const CheckpointTensor &t : tensors)
     if (t.writer)
       mine.push_back(&t);
+    else if (t.host && (int64_t)t.host->size() >= t.tensor().localBytes())
+      // A replica: its CRC, for rank 0's check that replicas agree.
+      records += shardRecord(t, kReplica,
+                             crc32(t.host->data(), t.tensor().localBytes()),
+                             blockStart(*t.fn, t.tensor(), t.fn->coords(rank)));
   if (!mine.empty()) {
     FILE *f = fopen(file.c_str(), "wb");
     bool ok = f != nullptr;
@@ -503,13 +530,14 @@ void saveCheckpoint(par_rt_context_t *ctx, const CheckpointOptions &o,
   }
 
   // Rank 0: the manifest, then the rename into place and the pruning.
-  std::vector<std::string> pruned;
+  std::vector<std::string> pruned, divergent;
   size_t tensorCount = 0;
   if (rank == 0) {
     std::vector<std::string> texts;
     for (int64_t r = 0; r < world; ++r)
       texts.push_back(std::string(&all[r * maxLen]));
-    std::string text = manifestText(meta, texts, tensorCount, error);
+    std::string text =
+        manifestText(meta, texts, tensorCount, divergent, error);
     std::string m = tmp + "/manifest.json", mt = m + ".tmp";
     if (error.empty() && writeFile(mt, text, error) &&
         rename(mt.c_str(), m.c_str()) != 0)
@@ -544,6 +572,15 @@ void saveCheckpoint(par_rt_context_t *ctx, const CheckpointOptions &o,
       printf("; removed %s%s", pruned.front().c_str(),
              pruned.size() > 1 ? " and older" : "");
     printf("\n");
+    // A replicated tensor whose copies differ: the program broke its own
+    // sharding (the checkpoint keeps the writer's copy).
+    for (size_t i = 0; i < divergent.size() && i < 3; ++i)
+      fprintf(stderr, "%s: warning: replicas differ: %s\n", toolName().c_str(),
+              divergent[i].c_str());
+    if (divergent.size() > 3)
+      fprintf(stderr, "%s: warning: replicas differ in %zu blocks in all; the "
+                      "checkpoint keeps the first replica's\n",
+              toolName().c_str(), divergent.size());
     fflush(stdout);
   }
 }
