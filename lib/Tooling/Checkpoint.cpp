@@ -113,7 +113,7 @@ std::string quote(const std::string &s) {
 std::string intList(const std::vector<int64_t> &v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? "," : "") + std::to_string(v[i]);
+    s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
 }
 
