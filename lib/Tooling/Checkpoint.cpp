@@ -459,7 +459,16 @@ void saveCheckpoint(par_rt_context_t *ctx, const CheckpointOptions &o,
   std::string error;
   if (rank == 0) {
     if (makeDirs(o.dir, error)) {
-      removeTree(tmp); // a crashed write of the same step
+      // Unfinished writes of crashed runs.
+      if (DIR *d = opendir(o.dir.c_str())) {
+        std::vector<std::string> stale;
+        while (dirent *e = readdir(d))
+          if (std::string(e->d_name).rfind(".tmp-step-", 0) == 0)
+            stale.push_back(o.dir + "/" + e->d_name);
+        closedir(d);
+        for (const std::string &p : stale)
+          removeTree(p);
+      }
       if (mkdir(tmp.c_str(), 0755) != 0)
         error = "cannot create '" + tmp + "': " + strerror(errno);
     }
