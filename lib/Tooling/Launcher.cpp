@@ -155,6 +155,9 @@ std::string describe(const RankRecord &r) {
   if (r.signal)
     return who + " was killed by signal " + std::to_string(r.signal) + " (" +
            signalName(r.signal) + ")";
+  // The runtime's collective watchdog (lib/Runtime/core/Watchdog.h).
+  if (r.code == 124)
+    return who + " exited with code 124 (a collective timed out)";
   return who + " exited with code " + std::to_string(r.code);
 }
 
@@ -206,8 +209,13 @@ bool reportRanks(const std::string &dir, int64_t ranks, int mpirunStatus) {
               toolName().c_str(), mpirunStatus);
     return false;
   }
+  // A signal is more likely the cause than an exit code (a rank that
+  // noticed a dead peer exits on its own, maybe before the dead rank's
+  // supervisor wakes up); then the earliest.
   std::sort(failed.begin(), failed.end(),
             [](const RankRecord &a, const RankRecord &b) {
+              if ((a.signal != 0) != (b.signal != 0))
+                return a.signal != 0;
               return a.timeNs < b.timeNs;
             });
   std::string msg = describe(failed[0]) + "; the job stopped (";
@@ -267,6 +275,37 @@ void stopWorker(int sig) {
     kill(supervisedWorker, sig);
 }
 
+/// Waits for mpirun and returns its status. OpenMPI 4's mpirun can hang
+/// itself when a rank dies while it connects to the PMIx server (MPI_Init),
+/// with every rank already gone: once a rank's record says it failed, or
+/// every rank has a record, mpirun gets a few seconds to end before it is
+/// stopped (SIGTERM, then SIGKILL; the ranks' supervisors die with it).
+int waitForJob(pid_t pid, const std::string &records, int64_t ranks) {
+  int status = 0;
+  int64_t deadline = -1, killAt = -1;
+  for (;;) {
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR))
+      return status;
+    int64_t now = monotonicNs();
+    if (deadline < 0) {
+      std::vector<RankRecord> rs = readRecords(records);
+      bool failed = int64_t(rs.size()) == ranks;
+      for (const RankRecord &r : rs)
+        failed |= !r.stopped && (r.signal || r.code);
+      if (failed)
+        deadline = now + 2000000000LL;
+    } else if (now > deadline && killAt < 0) {
+      kill(pid, SIGTERM);
+      killAt = now + 1000000000LL;
+    } else if (killAt >= 0 && now > killAt) {
+      kill(pid, SIGKILL);
+      killAt = INT64_MAX;
+    }
+    usleep(50000);
+  }
+}
+
 } // namespace
 
 void superviseLaunchedRank() {
@@ -306,6 +345,8 @@ void superviseLaunchedRank() {
     return;
   }
   supervisedWorker = worker;
+  // Stopped with the launcher, should it die without stopping this rank.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
   for (int sig : {SIGTERM, SIGINT, SIGHUP})
     sigaction(sig, &sa, nullptr);
   sigprocmask(SIG_SETMASK, &old, nullptr);
@@ -364,9 +405,7 @@ int launchJob(int64_t ranks, int argc, char **argv) {
   signal(SIGINT, forwardSignal);
   signal(SIGTERM, forwardSignal);
   signal(SIGHUP, forwardSignal);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  int status = waitForJob(pid, records, ranks);
   int code = WIFEXITED(status) ? WEXITSTATUS(status)
                                : 128 + (WIFSIGNALED(status) ? WTERMSIG(status)
                                                             : 0);

@@ -162,7 +162,7 @@ private:
       // One write, so that the ranks' lines do not interleave.
       ssize_t ignored = ::write(2, message.data(), message.size());
       (void)ignored;
-      _exit(1);
+      _exit(kTimeoutExitCode);
     }
   }
 

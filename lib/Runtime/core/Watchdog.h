@@ -17,7 +17,8 @@
 // exit, nothing else on the hot path. A thread (no MPI calls, no locks the
 // main thread takes while communicating) wakes every 100 ms; when its rank
 // has been inside one collective longer than the timeout it reads the
-// other ranks' slots, prints the message and _exit(1)s; the launcher
+// other ranks' slots, prints the message and _exit(124)s (timeout(1)'s
+// code; par-run's launcher says what it means); the launcher
 // (mpirun) then stops the others. Ranks on another node than rank 0 have
 // no shared slots: they still time out, and say the others' state is
 // unknown.
@@ -52,6 +53,9 @@ enum class HostWait : int {
 };
 
 class Watchdog;
+
+/// The exit status of a rank the watchdog ends.
+inline constexpr int kTimeoutExitCode = 124;
 
 /// Starts the watchdog of `ctx` (a world collective among all ranks: every
 /// rank of the world must call it, after the world is up). Does nothing
