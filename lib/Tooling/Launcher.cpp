@@ -221,11 +221,31 @@ bool reportRanks(const std::string &dir, int64_t ranks, int mpirunStatus) {
   std::string msg = describe(failed[0]) + "; the job stopped (";
   std::vector<std::string> parts;
   if (failed.size() > 1) {
+    // The others by how they ended: "then ranks 1, 7 exited with code 124".
+    std::vector<std::pair<std::string, std::vector<int64_t>>> groups;
+    for (size_t i = 1; i < failed.size(); ++i) {
+      RankRecord r = failed[i];
+      r.rank = -1;
+      std::string how = describe(r).substr(std::string("rank -1 ").size());
+      auto g = std::find_if(groups.begin(), groups.end(),
+                            [&](auto &e) { return e.first == how; });
+      if (g == groups.end())
+        groups.push_back({how, {failed[i].rank}});
+      else
+        g->second.push_back(failed[i].rank);
+    }
     std::string then = "then ";
-    for (size_t i = 1; i < failed.size() && i < 4; ++i)
-      then += (i > 1 ? ", " : "") + describe(failed[i]);
-    if (failed.size() > 4)
-      then += " and " + std::to_string(failed.size() - 4) + " more";
+    for (size_t i = 0; i < groups.size(); ++i) {
+      std::string who;
+      for (int64_t r : groups[i].second)
+        who += (who.empty() ? "" : ", ") + std::to_string(r);
+      std::string how = groups[i].first;
+      if (groups[i].second.size() > 1 && how.rfind("was ", 0) == 0)
+        how = "were " + how.substr(4);
+      then += (i ? ", " : "") +
+              std::string(groups[i].second.size() > 1 ? "ranks " : "rank ") +
+              who + " " + how;
+    }
     parts.push_back(then);
   }
   if (finished)
@@ -233,9 +253,10 @@ bool reportRanks(const std::string &dir, int64_t ranks, int mpirunStatus) {
                     (finished == 1 ? "" : "s") + " had finished");
   int64_t stopped = ranks - int64_t(failed.size()) - finished;
   if (stopped > 0)
-    parts.push_back("the other " + std::to_string(stopped) + " rank" +
-                    (stopped == 1 ? " was" : "s were") +
-                    " stopped by the launcher");
+    parts.push_back(stopped == 1 ? std::string("the other rank was stopped "
+                                               "by the launcher")
+                                 : "the other " + std::to_string(stopped) +
+                                       " ranks were stopped by the launcher");
   for (size_t i = 0; i < parts.size(); ++i)
     msg += (i ? "; " : "") + parts[i];
   msg += ")";

@@ -234,7 +234,7 @@ private:
       double waited =
           double(nowNs() - s.since.load(std::memory_order_relaxed)) / 1e9;
       char buf[160];
-      std::snprintf(buf, sizeof(buf), "it waits in %s #%llu (for %.1f s)",
+      std::snprintf(buf, sizeof(buf), "it waits in %s #%llu, for %.1f s",
                     waitName(id), (unsigned long long)seq, waited);
       return buf;
     }
