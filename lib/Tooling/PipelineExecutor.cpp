@@ -30,6 +30,7 @@
 #include "par/Tooling/CharData.h"
 #include "par/Tooling/Compare.h"
 #include "par/Tooling/Diagnostics.h"
+#include "par/Tooling/Faults.h"
 #include "par/Tooling/Npy.h"
 #include "par/Tooling/Traffic.h"
 #include "par/Tooling/TrainState.h"
@@ -701,6 +702,7 @@ double PipelineRun::lossScale() const {
 
 
 void PipelineRun::trainStep(int64_t step) {
+  injectStepFaults(rank, step);
   lossSum = 0;
   // Loss scaling: the scale the backward is seeded with and the log shows
   // (the state changes only in the update, at the end of the step).

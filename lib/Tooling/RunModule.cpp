@@ -12,6 +12,7 @@
 #include "par/Target/Manifest/ManifestSchema.h"
 #include "par/Tooling/Compare.h"
 #include "par/Tooling/Diagnostics.h"
+#include "par/Tooling/Faults.h"
 #include "par/Tooling/Npy.h"
 #include "par/Tooling/Traffic.h"
 #include "par/Tooling/TrainState.h"
@@ -205,6 +206,7 @@ void ModuleRun::train() {
   std::vector<double> decisions;
   double nextScale = NAN;
   for (int64_t step = o.resumedStep + 1; step <= o.train.steps; ++step) {
+    injectStepFaults(rank, step);
     // Loss scaling needs the host each step: the scale and the finite
     // flag (one element each) for the log and the decision check.
     double scale =

@@ -128,6 +128,14 @@ void usage() {
           "the\n             error-feedback buffers of gradient compression "
           "(par-compress-\n             gradients; all ranks' rows, the "
           "stage updates' with --pipeline)\n"
+          "  --collective-timeout SECONDS  a rank that waits longer in one "
+          "collective\n             (or transfer) ends the job naming it and "
+          "the ranks that have not\n             reached it (default 600; 0: "
+          "never; PAR_COLLECTIVE_TIMEOUT)\n"
+          "A rank that dies ends the job: par-run names it and its signal or "
+          "exit code.\nTesting hooks: PAR_RUN_PID_DIR=DIR (each rank writes "
+          "DIR/rank-R.pid),\nPAR_RUN_INJECT_KILL=R:S and PAR_RUN_INJECT_HANG="
+          "R:S (rank R kills itself or\nhangs before step S)\n"
           "After --steps N, rank 0 prints the bytes per step and rank the "
           "runtime\nmeasured on the rank that sent the most, by kernel, and, "
           "when the step or\nthe stage updates compress their gradients, "
@@ -299,6 +307,11 @@ Options parseArgs(int argc, char **argv) {
       r.verify = true;
     } else if (a == "--error-norm") {
       r.errorNorm = true;
+    } else if (a == "--collective-timeout") {
+      // The runtime's watchdog reads it (Watchdog.h); mpirun forwards it.
+      std::string v = next();
+      nonNegative(a, v, "a number of seconds >= 0");
+      setenv("PAR_COLLECTIVE_TIMEOUT", v.c_str(), 1);
     } else if (a == "-h" || a == "--help") {
       usage();
       exit(0);
@@ -343,6 +356,7 @@ par_rt_context_t *startRuntime(const Options &o, const Function &f,
 
 int main(int argc, char **argv) {
   setToolName("par-run");
+  superviseLaunchedRank(); // in a rank launchJob started
   Options o = parseArgs(argc, argv);
   struct stat st;
   if (stat(o.run.artifact.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))

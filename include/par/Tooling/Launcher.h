@@ -5,7 +5,9 @@
 // single rank runs in the process itself. Either way OpenMPI gets a
 // private session directory: concurrent jobs sharing OpenMPI 4's per-user
 // one race on creating and removing it ("mkdir ... File exists ...
-// orte_session_dir failed").
+// orte_session_dir failed"). Each launched rank runs under a supervisor
+// process that records how it ended, so that the launcher names the rank
+// that failed and its signal or exit code (Launcher.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +31,19 @@ void removeTree(const std::string &dir);
 
 /// Runs this executable (/proc/self/exe) with argv[1..] as the ranks of
 /// `mpirun -n ranks` with a private session directory, forwarding SIGINT,
-/// SIGTERM and SIGHUP; returns the job's exit status.
+/// SIGTERM and SIGHUP; returns the job's exit status (non-zero when a rank
+/// failed). When a rank fails, prints which one and how, from the ranks'
+/// records: "<tool>: error: rank 3 was killed by signal 9 (SIGKILL); the
+/// job stopped (the other 7 ranks were stopped by the launcher)".
 int launchJob(int64_t ranks, int argc, char **argv);
+
+/// Called first by a driver's main. In a process launchJob's mpirun
+/// started: forks; the child (the worker) returns and runs the program,
+/// this process supervises it (forwards SIGTERM/SIGINT/SIGHUP, waits,
+/// records how it ended for launchJob) and exits with its status (128+N for
+/// signal N). In any rank process, also writes $PAR_RUN_PID_DIR/rank-R.pid
+/// when that is set (testing hook). Elsewhere does nothing.
+void superviseLaunchedRank();
 
 /// For a single rank in this process (an MPI singleton): points OpenMPI's
 /// session directory and TMPDIR at a fresh directory, removed at exit.

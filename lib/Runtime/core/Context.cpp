@@ -10,13 +10,15 @@
 //
 // Also here: the process-wide state (live contexts, the last create error),
 // the error helpers every entry point uses, and `die`, which ends the whole
-// job when a kernel fails.
+// job when a kernel fails. A created context of more than one process
+// starts its collective watchdog (Watchdog.h) last.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
 
 #include "BackendLoader.h"
+#include "Watchdog.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -160,6 +162,7 @@ par_status_t startDevice(par_rt_context_t &ctx) {
 /// Frees what a context holds in its backends (not MPI itself: see
 /// par_rt_context_destroy) and the context.
 void releaseContext(par_rt_context_t *ctx) {
+  stopWatchdog(*ctx);
   if (ctx->device && ctx->device.state != ctx->world.state)
     ctx->device.ops->destroy(ctx->device.state);
   if (ctx->world)
@@ -284,6 +287,8 @@ PAR_RT_EXPORT par_status_t par_rt_context_create(
   } else {
     ctx->device = ctx->world;
   }
+  // Once the world and device are up (their bootstraps are not watched).
+  startWatchdog(*ctx);
   liveContexts.push_back(ctx.get());
   *out_context = ctx.release();
   return PAR_OK;

@@ -28,6 +28,8 @@
 
 namespace par::rt {
 
+class Watchdog;
+
 /// One backend's table and this context's state in it.
 struct Backend {
   const par_rt_backend_t *ops = nullptr;
@@ -90,7 +92,13 @@ struct par_rt_context_t {
   /// handle the program holds -> the device backend's request. Handles are
   /// never reused, so a stale one is recognised as such.
   std::unordered_map<int64_t, void *> requests;
+  /// Their groups' axes codes, for the watchdog's message.
+  std::unordered_map<int64_t, int64_t> requestAxes;
   int64_t nextRequest = 1;
+
+  /// Watchdog.h: ends the job when a collective does not complete within
+  /// the timeout; null for one process or a timeout of 0.
+  par::rt::Watchdog *watchdog = nullptr;
 };
 
 namespace par::rt {

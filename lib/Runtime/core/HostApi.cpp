@@ -5,11 +5,14 @@
 // total and per kernel) and tracing, kept by the core for every backend, and the world operations
 // par-run uses (barrier, broadcast_world, gather_world), which go to the
 // world backend (local or MPI, also under PAR_BACKEND_CUDA). Every call
-// returns a status and leaves its message in the context.
+// returns a status and leaves its message in the context. The world
+// operations and par_rt_wait_sends are waits the watchdog (Watchdog.h)
+// times, like the kernels' collectives.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "Watchdog.h"
 
 #include <chrono>
 
@@ -71,6 +74,7 @@ PAR_RT_EXPORT par_status_t par_rt_barrier(par_rt_context_t *context) {
   if (!beginCall(context))
     return PAR_ERR_INVALID_ARGUMENT;
   const Backend &w = context->world;
+  CollectiveScope watched(*context, HostWait::Barrier);
   return backendStatus(*context, w, w.ops->barrier(w.state));
 }
 
@@ -84,6 +88,7 @@ PAR_RT_EXPORT par_status_t par_rt_broadcast_world(par_rt_context_t *context,
     return setError(ctx, PAR_ERR_INVALID_ARGUMENT,
                     "broadcast_world: bad bytes, root or buffer");
   const Backend &w = ctx.world;
+  CollectiveScope watched(ctx, HostWait::BroadcastWorld);
   return backendStatus(ctx, w,
                        w.ops->broadcast_world(w.state, buffer, bytes, root));
 }
@@ -99,6 +104,7 @@ PAR_RT_EXPORT par_status_t par_rt_gather_world(par_rt_context_t *context,
     return setError(ctx, PAR_ERR_INVALID_ARGUMENT,
                     "gather_world: bad bytes or local buffer");
   const Backend &w = ctx.world;
+  CollectiveScope watched(ctx, HostWait::GatherWorld);
   return backendStatus(
       ctx, w, w.ops->gather_world(w.state, local, bytes, gathered_on_root));
 }
@@ -107,5 +113,6 @@ PAR_RT_EXPORT par_status_t par_rt_wait_sends(par_rt_context_t *context) {
   if (!beginCall(context))
     return PAR_ERR_INVALID_ARGUMENT;
   const Backend &d = context->device;
+  CollectiveScope watched(*context, HostWait::WaitSends);
   return backendStatus(*context, d, d.ops->wait_sends(d.state));
 }

@@ -6,7 +6,10 @@
 // the context's device backend table, accounts statistics and tracing, and
 // aborts the job with "par runtime: <kernel>: <reason>" on any failure:
 // compiled code has no way to handle a status, and a collective that failed
-// on one process would leave the others waiting forever.
+// on one process would leave the others waiting forever. Between the
+// checks and the end, a communicating call is marked for the watchdog
+// (Watchdog.h: KernelCall::start and finish), which ends the job when one
+// does not complete within the collective timeout.
 //
 // Statistics use the ring formulas par-comm-report uses, so that measured
 // and predicted traffic compare directly. A bucket is one collective (one
@@ -22,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "Watchdog.h"
 
 #include "../common/Dtype.h"
 
@@ -99,11 +103,12 @@ public:
     Group *g = findGroup(ctx, axes, why);
     if (!g)
       fail(why);
+    axesCode = axes;
     return g->desc;
   }
 
   /// The world rank a send/recv addresses, after checking its tag.
-  int64_t peer(int64_t axes, int64_t coords, int64_t tag) const {
+  int64_t peer(int64_t axes, int64_t coords, int64_t tag) {
     if (tag < 0 || tag > ctx.tagUpperBound)
       fail("tag " + std::to_string(tag) + " is outside [0, " +
            std::to_string(ctx.tagUpperBound) + "]");
@@ -111,14 +116,25 @@ public:
     int64_t rank = peerRank(ctx, axes, coords, why);
     if (rank < 0)
       fail(why);
+    peerWorldRank = rank;
     return rank;
   }
 
   const par_rt_backend_t &ops() const { return *ctx.device.ops; }
   void *state() const { return ctx.device.state; }
 
-  /// Starts the clock of a counted call (after the checks).
-  void start() { startTime = par_rt_now_seconds(); }
+  /// Starts the clock of a counted call (after the checks) and tells the
+  /// watchdog (Watchdog.h) that this rank waits in it until `finish`.
+  void start() {
+    startTime = par_rt_now_seconds();
+    if (slot >= 0)
+      enterCollective(ctx, slot, axesCode, peerWorldRank);
+  }
+  /// Leaves the collective without accounting (a failure the caller
+  /// returns as a status).
+  void abandon() { leaveCollective(ctx); }
+  /// The group the watchdog names for a call that resolves none (a wait).
+  void waitsOn(int64_t axes) { axesCode = axes; }
 
   /// Finishes a communicating call: aborts on failure, otherwise accounts
   /// one collective with `bytes` sent (or only bytes and time, `counted`
@@ -130,6 +146,7 @@ public:
   void finish(par_status_t status, double bytes, bool counted = true,
               bool traced = false) {
     check(status);
+    leaveCollective(ctx);
     double end = par_rt_now_seconds();
     ctx.stats.collectives += counted ? 1 : 0;
     ctx.stats.bytes_sent += bytes;
@@ -157,6 +174,9 @@ private:
   int slot;               // in kKernelNames; -1 for a local kernel
   bool accounted = false; // the kernel's record has this call
   double startTime = 0;
+  int64_t axesCode = 0;       // the group's, for the watchdog's message
+  int64_t peerWorldRank = -1; // a send's or recv's peer
+
 
   static int slotOf(const char *name) {
     for (int k = 0; k < kNumKernels; ++k)
@@ -234,6 +254,7 @@ int64_t startBucket(KernelCall &k, int64_t members, int64_t n, int32_t dtype,
   par_rt_context_t &ctx = k.context();
   int64_t handle = ctx.nextRequest++;
   ctx.requests.emplace(handle, request);
+  ctx.requestAxes.emplace(handle, axes);
   return handle;
 }
 
@@ -308,6 +329,9 @@ PAR_RT_EXPORT int64_t par_rt_k_all_reduce_start(int64_t members, int64_t n,
 
 PAR_RT_EXPORT void par_rt_k_wait(int64_t request) {
   KernelCall k("wait");
+  auto axes = k.context().requestAxes.find(request);
+  if (axes != k.context().requestAxes.end())
+    k.waitsOn(axes->second);
   k.start();
   par_status_t st = waitRequest(k.context(), request);
   if (st != PAR_OK)
@@ -324,6 +348,7 @@ par_status_t par::rt::waitRequest(par_rt_context_t &ctx, int64_t request) {
                         " is unknown or already complete");
   void *backendRequest = it->second;
   ctx.requests.erase(it);
+  ctx.requestAxes.erase(request);
   return backendStatus(ctx, ctx.device,
                        ctx.device.ops->bucket_wait(ctx.device.state,
                                                    backendRequest));
@@ -333,7 +358,12 @@ PAR_RT_EXPORT par_status_t par_rt_request_wait(par_rt_context_t *context,
                                                int64_t request) {
   if (!beginCall(context))
     return PAR_ERR_INVALID_ARGUMENT;
-  return waitRequest(*context, request);
+  auto axes = context->requestAxes.find(request);
+  enterCollective(*context, int(HostWait::RequestWait),
+                  axes != context->requestAxes.end() ? axes->second : 0, -1);
+  par_status_t st = waitRequest(*context, request);
+  leaveCollective(*context);
+  return st;
 }
 
 PAR_RT_EXPORT void par_rt_k_all_gather(int64_t in, int64_t out, int64_t C,
@@ -464,8 +494,10 @@ PAR_RT_EXPORT par_status_t par_rt_send_async(par_rt_context_t *context,
   k.start();
   par_status_t st =
       k.ops().send_async(k.state(), buffer, count, dtype, peer, tag);
-  if (st != PAR_OK)
+  if (st != PAR_OK) {
+    k.abandon();
     return backendStatus(k.context(), k.context().device, st);
+  }
   // Bytes and time, not a collective: par_rt_wait_sends completes it.
   k.finish(st, double(bytes), /*counted=*/false);
   return PAR_OK;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "Watchdog.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -170,6 +171,7 @@ PAR_RT_EXPORT par_status_t par_rt_context_set_mesh(par_rt_context_t *context,
     r /= sizes[a];
   }
   ctx.hasMesh = true;
+  watchdogSetMesh(ctx);
   return PAR_OK;
 }
 
