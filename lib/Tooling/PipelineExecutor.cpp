@@ -31,6 +31,7 @@
 #include "par/Tooling/Compare.h"
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Faults.h"
+#include "par/Tooling/Finite.h"
 #include "par/Tooling/Npy.h"
 #include "par/Tooling/Traffic.h"
 #include "par/Tooling/TrainState.h"
@@ -152,8 +153,11 @@ private:
   std::vector<std::pair<int64_t, std::vector<std::pair<int64_t, size_t>>>>
       tied;
   bool tiedChecked = false;
-  void trainStep(int64_t step);
+  bool trainStep(int64_t step); // false: a non-finite step stops the run
   double lossScale() const;
+  std::vector<UpdatedTensor> updatedState() const;
+  void undoUpdates();
+  std::optional<NonFiniteCheck> finite;
   void reportStash();
   void reportCompression();
   void loadStageWeights();
@@ -692,6 +696,46 @@ void PipelineRun::runUpdates() {
   }
 }
 
+/// The new parameters and state of this rank's stages (Finite.h): a
+/// parameter is named and ordered by its unpipelined step's argument,
+/// optimizer state after all parameters, by stage.
+std::vector<UpdatedTensor> PipelineRun::updatedState() const {
+  std::vector<UpdatedTensor> state;
+  bool device = sharded.target() != "cpu";
+  for (int64_t s = me; s < S; s += pipe.p) {
+    const StageProgram &st = stages[s];
+    const Function &u = st.update;
+    size_t P = st.paramArgs.size();
+    for (size_t j = 0; j < P; ++j) {
+      int64_t orig = u.stageArgs[j];
+      std::string name = u.inputs[j].name;
+      state.push_back({orig,
+                       "arg" + std::to_string(orig) +
+                           (name.empty() ? "" : " (" + name + ")"),
+                       &u.inputs[j], &st.params.at(orig), device});
+    }
+    for (size_t k = 0; k < st.state.size(); ++k)
+      state.push_back({(int64_t(1) << 40) + (s << 20) + int64_t(k),
+                       "state " + inputLabel(u.inputs, 2 * P + k) + " of '" +
+                           u.name + "' (stage " + std::to_string(s) + ")",
+                       &u.inputs[2 * P + k], &st.state[k], device});
+  }
+  return state;
+}
+
+/// --nonfinite skip: the previous parameters and state back (runUpdates'
+/// swaps undone; the update's results hold them).
+void PipelineRun::undoUpdates() {
+  for (int64_t s = me; s < S; s += pipe.p) {
+    StageProgram &st = stages[s];
+    size_t P = st.paramArgs.size();
+    for (size_t j = 0; j < P; ++j)
+      std::swap(st.params[st.update.stageArgs[j]], st.updateOut[j]);
+    for (size_t k = 0; k < st.state.size(); ++k)
+      std::swap(st.state[k], st.updateOut[P + k]);
+  }
+}
+
 /// The loss scale this step runs with (this rank's first stage's state).
 double PipelineRun::lossScale() const {
   const StageProgram &st = stages[me];
@@ -701,7 +745,7 @@ double PipelineRun::lossScale() const {
 }
 
 
-void PipelineRun::trainStep(int64_t step) {
+bool PipelineRun::trainStep(int64_t step) {
   injectStepFaults(rank, step);
   lossSum = 0;
   // Loss scaling: the scale the backward is seeded with and the log shows
@@ -747,6 +791,11 @@ void PipelineRun::trainStep(int64_t step) {
            o.data.empty() ? -1.0
                           : double(stages[0].fwd.inputs[0].globalCount * m),
            scale, lastTaken);
+  NonFiniteCheck::Action action = finite->check(
+      step, loss, finite->enabled() ? updatedState() : std::vector<UpdatedTensor>{});
+  if (action == NonFiniteCheck::Skip)
+    undoUpdates();
+  return action != NonFiniteCheck::Stop;
 }
 
 /// Per pipeline rank: the most stage inputs held at once (activations in
@@ -1050,11 +1099,15 @@ int PipelineRun::run() {
   printHeader();
   // The statistics cover the steps exactly (not the communicators made).
   par_rt_context_reset_stats(ctx);
+  // Loss-scaled programs skip non-finite steps themselves.
+  finite.emplace(ctx, scaling ? NonFiniteMode::Off : o.nonFinite, rank);
   for (int64_t step = o.resumedStep + 1; step <= o.train.steps; ++step) {
-    trainStep(step);
+    if (!trainStep(step))
+      return 1;
     if (checkpointDue(o, step))
       saveStages(step);
   }
+  finite->summary(o.train.steps - o.resumedStep);
   if (scaling) {
     checkSameDecisions(ctx, decisions, rank, world);
     log->lossScaleSummary(nextScale);

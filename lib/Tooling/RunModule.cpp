@@ -45,7 +45,7 @@ private:
   void resumeState();
   void saveState(int64_t step);
   void injectCrash() const;
-  void train();
+  bool train(); // false: stopped by a non-finite step (Finite.h)
   void repeat();
   void report() const;
   int verify(const std::vector<Buffer> &globals) const;
@@ -171,7 +171,7 @@ void ModuleRun::injectCrash() const {
         ": crashing on purpose (PAR_RUN_INJECT_CRASH)");
 }
 
-void ModuleRun::train() {
+bool ModuleRun::train() {
   checkTrainStep(f);
   TrainLogOptions logOptions = o.train;
   logOptions.firstStep = o.resumedStep + 1;
@@ -205,6 +205,9 @@ void ModuleRun::train() {
   // Every rank's step-or-skip decisions, to check they agree.
   std::vector<double> decisions;
   double nextScale = NAN;
+  // Loss-scaled programs skip non-finite steps themselves.
+  NonFiniteCheck finite(ctx, scaleArg >= 0 ? NonFiniteMode::Off : o.nonFinite,
+                        rank);
   for (int64_t step = o.resumedStep + 1; step <= o.train.steps; ++step) {
     injectStepFaults(rank, step);
     // Loss scaling needs the host each step: the scale and the finite
@@ -221,11 +224,14 @@ void ModuleRun::train() {
     }
     log.step(step, loss, stepper.seconds(),
              tokens ? double(tokens->globalCount) : -1.0, scale, taken);
+    if (finite.afterStep(step, loss, stepper) == NonFiniteCheck::Stop)
+      return false;
     if (checkpointDue(o, step)) {
       stepper.syncArguments();
       saveState(step);
     }
   }
+  finite.summary(o.train.steps - o.resumedStep);
   if (scaleArg >= 0) {
     checkSameDecisions(ctx, decisions, rank, world);
     log.lossScaleSummary(nextScale);
@@ -248,6 +254,7 @@ void ModuleRun::train() {
       blocks.push_back({&f, i, &locals[i], -1});
     reportErrorFeedbackNorm(ctx, blocks, int64_t(blocks.size()), rank, world);
   }
+  return true;
 }
 
 /// The inputs go into session buffers once; every run calls on them (the
@@ -420,9 +427,10 @@ int ModuleRun::run() {
     batches(1, locals);
   }
   injectCrash();
-  if (o.train.steps > 0)
-    train();
-  else
+  if (o.train.steps > 0) {
+    if (!train())
+      return 1;
+  } else
     repeat();
   report();
   saveTrainedWeights();

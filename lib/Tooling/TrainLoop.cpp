@@ -99,6 +99,18 @@ double TrainStepper::step(int64_t step) {
   return loss;
 }
 
+void TrainStepper::undoFeedback() {
+  std::vector<int64_t> fedInto(f.outputs.size(), -1);
+  for (auto [r, a] : f.feedback)
+    if (fedInto[r] < 0) {
+      std::swap(in[a], out[r]);
+      fedInto[r] = a;
+    }
+  for (auto [r, a] : f.feedback)
+    if (fedInto[r] != (int64_t)a)
+      in[a].copyFrom(in[fedInto[r]]);
+}
+
 std::vector<Buffer> TrainStepper::outputs() const {
   std::vector<Buffer> host;
   for (const SessionBuffer *b : result)

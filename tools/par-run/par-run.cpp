@@ -107,6 +107,14 @@ void usage() {
           "  --steps N   train: run a train step (par-optimizer) N times, "
           "feeding\n             new parameters and state back, printing the "
           "loss\n"
+          "  --nonfinite error|skip|off  with --steps: after each step the "
+          "loss and the\n             new parameters and state are checked "
+          "for NaN/Inf on every\n             rank; error (default): name the "
+          "step and the first non-finite\n             tensor and exit 1; "
+          "skip: discard the step's update and go on\n             (the "
+          "skipped steps are counted); off: no check. Programs with\n"
+          "             dynamic loss scaling skip such steps themselves and "
+          "are not\n             checked\n"
           "  --repeat K  run the program K times (after one warm-up run when "
           "K > 1)\n             and report the best and median time\n"
           "  --loss-plot FILE.svg  with --steps: plot the loss per step\n"
@@ -312,6 +320,12 @@ Options parseArgs(int argc, char **argv) {
       std::string v = next();
       nonNegative(a, v, "a number of seconds >= 0");
       setenv("PAR_COLLECTIVE_TIMEOUT", v.c_str(), 1);
+    } else if (a == "--nonfinite") {
+      std::string v = next();
+      if (std::optional<NonFiniteMode> m = parseNonFiniteMode(v))
+        r.nonFinite = *m;
+      else
+        fatal("--nonfinite needs error, skip or off, got '" + v + "'");
     } else if (a == "-h" || a == "--help") {
       usage();
       exit(0);

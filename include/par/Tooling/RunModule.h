@@ -19,6 +19,7 @@
 #define PAR_TOOLING_RUNMODULE_H
 
 #include "par/Tooling/Checkpoint.h"
+#include "par/Tooling/Finite.h"
 #include "par/Tooling/Sampling.h"
 #include "par/Tooling/TrainLoop.h"
 
@@ -50,6 +51,7 @@ struct RunOptions {
   CheckpointOptions checkpoint; // --checkpoint DIR --save-every N --keep K
   std::string resume; // --resume DIR: continue from its newest checkpoint
   int64_t resumedStep = 0; // the step --resume's checkpoint was saved at
+  NonFiniteMode nonFinite = NonFiniteMode::Error; // --nonfinite (Finite.h)
 };
 
 /// The data arguments --data fills, where --tokens/--targets did not say:

@@ -59,6 +59,14 @@ public:
   void syncArguments();
   /// The time the last step's call took.
   double seconds() const { return lastSeconds; }
+  /// The step function, and argument i's buffer the next step runs with
+  /// (after a step: a fed-back argument holds the step's new value).
+  const Function &function() const { return f; }
+  const SessionBuffer &argument(size_t i) const { return in[i]; }
+  /// Discards the last step's update: swaps the feedback back, so the
+  /// fed-back arguments hold their values from before the step again (a
+  /// result feeding two arguments: the second is copied from the first).
+  void undoFeedback();
 
 private:
   const Function &f;
