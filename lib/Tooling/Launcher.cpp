@@ -17,6 +17,9 @@
 //   par-run: error: rank 3 was killed by signal 9 (SIGKILL); the job
 //   stopped (the other 7 ranks were stopped by the launcher)
 //
+// (without "error:" when the first rank exited with a code: it printed
+// its own error before exiting).
+//
 // Testing hook: with PAR_RUN_PID_DIR=DIR each worker writes DIR/rank-R.pid
 // (its pid, a line) at start, so that a test can kill a rank with a real
 // signal.
@@ -260,7 +263,10 @@ bool reportRanks(const std::string &dir, int64_t ranks, int mpirunStatus) {
   for (size_t i = 0; i < parts.size(); ++i)
     msg += (i ? "; " : "") + parts[i];
   msg += ")";
-  fprintf(stderr, "%s: error: %s\n", toolName().c_str(), msg.c_str());
+  // A rank that exited with a code said why itself (par's errors print
+  // before they exit): the summary is then a note, not a second error.
+  fprintf(stderr, "%s: %s%s\n", toolName().c_str(),
+          failed[0].signal != 0 ? "error: " : "", msg.c_str());
   return true;
 }
 

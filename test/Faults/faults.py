@@ -21,6 +21,7 @@ function of the trial's record added to TRIAL_CHECKS.
 """
 
 import argparse
+import csv
 import os
 import random
 import signal
@@ -67,6 +68,7 @@ class Trial:
         self.gone_after = None  # seconds from the kill to the last worker's end
         self.pids = {}
         self.stuck = ""  # the job's processes when it did not end
+        self.resumed = None  # --checkpoint-every: the step resumed from
 
 
 def run_trial(args, index, rng):
@@ -77,9 +79,13 @@ def run_trial(args, index, rng):
     t.victim = rng.randrange(args.ranks)
     t.delay = rng.uniform(0.0, args.max_delay)
     env = dict(os.environ, PAR_RUN_PID_DIR=piddir)
+    command = list(args.command)
+    if args.checkpoint_every:
+        command += ["--checkpoint", os.path.join(workdir, "ck"),
+                    "--save-every", str(args.checkpoint_every), "--keep", "2"]
     errpath = os.path.join(workdir, "stderr.txt")
     with open(errpath, "w") as err:
-        job = subprocess.Popen([args.par_run] + args.command, env=env,
+        job = subprocess.Popen([args.par_run] + command, env=env,
                                stdout=subprocess.DEVNULL, stderr=err,
                                start_new_session=True)
         try:
@@ -138,9 +144,52 @@ def check_trial(t):
     return failures
 
 
+def newest_checkpoint(ck):
+    """The newest complete checkpoint's step in `ck` (0 if none)."""
+    steps = [int(n[5:]) for n in (os.listdir(ck) if os.path.isdir(ck) else [])
+             if n.startswith("step-") and
+             os.path.exists(os.path.join(ck, n, "manifest.json"))]
+    return max(steps, default=0)
+
+
+def resume_check(args, t):
+    """--checkpoint-every: the killed run's newest complete checkpoint
+    resumes; its next step's loss is the straight run's (--reference CSV),
+    bit for bit."""
+    if not args.checkpoint_every:
+        return []
+    ck = os.path.join(t.workdir, "ck")
+    k = newest_checkpoint(ck)
+    t.resumed = k
+    if k == 0:
+        return []  # killed before the first checkpoint: nothing to resume
+    cmd = list(args.command)
+    cmd[cmd.index("--steps") + 1] = str(k + 1)
+    csv_path = os.path.join(t.workdir, "resumed.csv")
+    r = subprocess.run([args.par_run] + cmd + ["--resume", ck, "--loss-csv",
+                                               csv_path],
+                       capture_output=True, text=True, timeout=300)
+    failures = []
+    if r.returncode != 0:
+        return ["--resume exited %d: %s" % (r.returncode, r.stderr[-2000:])]
+    if "resumed from %s/step-%08d (step %d;" % (ck, k, k) not in r.stdout:
+        failures.append("--resume did not start from step %d" % k)
+    with open(csv_path) as f:
+        got = {int(row["step"]): row["loss"] for row in csv.DictReader(f)}
+    with open(args.reference) as f:
+        ref = {int(row["step"]): row["loss"] for row in csv.DictReader(f)}
+    if k + 1 not in ref:
+        failures.append("the reference run has no step %d; give it more "
+                        "steps" % (k + 1))
+    elif got.get(k + 1) != ref[k + 1]:
+        failures.append("step %d's loss after --resume is %s, the straight "
+                        "run's %s" % (k + 1, got.get(k + 1), ref[k + 1]))
+    return failures
+
+
 # Checks run after check_trial: each takes (args, trial) and returns a list
-# of failures (a resume check goes here).
-TRIAL_CHECKS = []
+# of failures.
+TRIAL_CHECKS = [resume_check]
 
 
 def kill_trials(args):
@@ -151,10 +200,13 @@ def kill_trials(args):
         failures = check_trial(t)
         for check in TRIAL_CHECKS:
             failures += check(args, t)
+        resumed = ("" if t.resumed is None else
+                   ", resumed from step %d" % t.resumed if t.resumed else
+                   ", no checkpoint yet")
         print("trial %d: killed rank %d after %.2f s: par-run exited %d "
-              "%.1f s later, every rank gone in %.1f s: %s" %
+              "%.1f s later, every rank gone in %.1f s%s: %s" %
               (i, t.victim, t.delay, t.returncode, t.exit_after,
-               t.gone_after, "OK" if not failures else "FAIL"))
+               t.gone_after, resumed, "OK" if not failures else "FAIL"))
         for f in failures:
             print("  " + f)
         if failures:
@@ -197,6 +249,11 @@ def main():
     k.add_argument("--seed", type=int, default=0)
     k.add_argument("--ranks", type=int, required=True)
     k.add_argument("--max-delay", type=float, default=1.0)
+    k.add_argument("--checkpoint-every", type=int, default=0,
+                   help="add --checkpoint TRIAL/ck --save-every N and check "
+                        "that --resume continues from its newest complete "
+                        "checkpoint (the next loss equals --reference's)")
+    k.add_argument("--reference", help="the straight run's --loss-csv")
     k.add_argument("command", nargs=argparse.REMAINDER)
     t = sub.add_parser("timed")
     t.add_argument("--max-seconds", type=float, required=True)
