@@ -98,6 +98,13 @@ def run_trial(args, index, rng):
                     raise RuntimeError("the ranks did not start within 120 s")
                 time.sleep(0.02)
                 t.pids = read_pids(piddir, args.ranks)
+            # With checkpoints, every other trial kills after the first one
+            # (the others mostly during start-up, before any).
+            while (args.checkpoint_every and index % 2 == 1 and
+                   newest_checkpoint(os.path.join(workdir, "ck")) == 0):
+                if job.poll() is not None or time.monotonic() - start > 120:
+                    raise RuntimeError("no checkpoint within 120 s")
+                time.sleep(0.02)
             time.sleep(t.delay)
             if job.poll() is not None:
                 raise RuntimeError("par-run exited (%d) before the kill; give "
