@@ -17,6 +17,7 @@
 #include "par/Tooling/Checkpoint.h"
 
 #include "par/Tooling/Diagnostics.h"
+#include "par/Tooling/Launcher.h"
 
 #include "../Runtime/session/Json.h"
 
@@ -27,7 +28,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -122,16 +122,6 @@ std::string shapeText(const std::vector<int64_t> &v) {
   for (size_t i = 0; i < v.size(); ++i)
     s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
-}
-
-void removeTree(const std::string &dir) {
-  nftw(
-      dir.c_str(),
-      [](const char *path, const struct stat *, int, struct FTW *) {
-        remove(path);
-        return 0;
-      },
-      16, FTW_DEPTH | FTW_PHYS);
 }
 
 bool fsyncPath(const std::string &path) {
@@ -891,6 +881,20 @@ void CheckpointReader::finish(par_rt_context_t *ctx,
       }
   if (std::string e = agree(ctx, error); !e.empty())
     failAll(ctx, "--resume: " + e);
+}
+
+void CheckpointReader::reportResumed(int64_t reset) const {
+  printf("%s: resumed from %s (step %lld; saved by '%s' on mesh",
+         toolName().c_str(), path_.c_str(), (long long)meta_.step,
+         meta_.function.c_str());
+  for (size_t a = 0; a < meta_.axisNames.size(); ++a)
+    printf(" %s=%lld", meta_.axisNames[a].c_str(),
+           (long long)meta_.axisSizes[a]);
+  printf(", %s)\n", meta_.layout.c_str());
+  if (reset > 0)
+    printf("%s: the checkpoint is from another layout: %lld gradient "
+           "compression state tensor(s) (error feedback) start from zero\n",
+           toolName().c_str(), (long long)reset);
 }
 
 } // namespace par::tooling

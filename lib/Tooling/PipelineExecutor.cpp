@@ -987,19 +987,8 @@ void PipelineRun::resumeStages() {
     if (key.rfind("stage", 0) != 0)
       keys.insert(key);
   reader.finish(ctx, keys);
-  if (rank != 0)
-    return;
-  const CheckpointMeta &cm = reader.meta();
-  printf("%s: resumed from %s (step %lld; saved by '%s' on mesh",
-         toolName().c_str(), reader.path().c_str(), (long long)cm.step,
-         cm.function.c_str());
-  for (size_t a = 0; a < cm.axisNames.size(); ++a)
-    printf(" %s=%lld", cm.axisNames[a].c_str(), (long long)cm.axisSizes[a]);
-  printf(", %s)\n", cm.layout.c_str());
-  if (reset > 0)
-    printf("%s: the checkpoint is from another layout: %lld gradient "
-           "compression state tensor(s) (error feedback) start from zero\n",
-           toolName().c_str(), (long long)reset);
+  if (rank == 0)
+    reader.reportResumed(reset);
 }
 
 /// --checkpoint: every stage's state after `step`.

@@ -139,19 +139,8 @@ void ModuleRun::resumeState() {
     reader.load(t, rank);
   }
   reader.finish(ctx, keys);
-  if (rank != 0)
-    return;
-  const CheckpointMeta &m = reader.meta();
-  printf("%s: resumed from %s (step %lld; saved by '%s' on mesh",
-         toolName().c_str(), reader.path().c_str(), (long long)m.step,
-         m.function.c_str());
-  for (size_t a = 0; a < m.axisNames.size(); ++a)
-    printf(" %s=%lld", m.axisNames[a].c_str(), (long long)m.axisSizes[a]);
-  printf(", %s)\n", m.layout.c_str());
-  if (reset > 0)
-    printf("%s: the checkpoint is from another layout: %lld gradient "
-           "compression state tensor(s) (error feedback) start from zero\n",
-           toolName().c_str(), (long long)reset);
+  if (rank == 0)
+    reader.reportResumed(reset);
 }
 
 /// --checkpoint: the train state after `step` (the arguments the next

@@ -117,6 +117,10 @@ public:
   void finish(par_rt_context_t *ctx,
               const std::set<std::string> &programKeys) const;
 
+  /// Prints "par-run: resumed from DIR (step k; saved by F on mesh ...)"
+  /// and, when `reset` layout-bound tensors started from zero, says so.
+  void reportResumed(int64_t reset) const;
+
 private:
   struct Impl;
   std::unique_ptr<Impl> impl;
