@@ -12,6 +12,7 @@
 // phase); uncompressed 4 * 76 = 304.
 // RUN: par-opt %s "--par-compress-gradients=method=int8 chunk=8" | FileCheck %s --check-prefix=INT8
 // RUN: par-opt %s "--par-compress-gradients=method=topk ratio=0.25" | FileCheck %s --check-prefix=TOPK
+// RUN: par-opt %S/Inputs/compress-tp1.mlir "--par-compress-gradients=method=int8 chunk=8" | FileCheck %s --check-prefix=TP1
 
 par.mesh @mesh ["dp"=2, "tp"=2]
 
@@ -84,3 +85,12 @@ func.func @f_step(%x: tensor<2x8xf32>,
 // TOPK:      tensor.insert_slice %[[G]]#2 into %{{.*}}[0] [8] [1] : tensor<8xf32> into tensor<24xf32>
 // TOPK:      par.all_gather %{{.*}} : tensor<6xf32> -> tensor<12xf32>
 // TOPK:      par.all_gather %{{.*}} : tensor<2xf32> -> tensor<4xf32>
+
+// A mesh axis of size 1 has no replicas: on dp=2 x tp=1 the replicated and
+// the tp-split gradient share one bucket (16 + 8 = 24, padded to 32).
+// TP1:      %[[G:.*]]:2 = call @g
+// TP1:      tensor.insert_slice %[[G]]#0 into %{{.*}}[0] [16] [1] : tensor<16xf32> into tensor<32xf32>
+// TP1-NEXT: tensor.insert_slice %[[G]]#1 into %{{.*}}[16] [8] [1] : tensor<8xf32> into tensor<32xf32>
+// TP1-COUNT-2: par.all_to_all
+// TP1-NOT:  par.all_to_all
+// TP1:      return

@@ -456,12 +456,26 @@ SmallVector<Bucket> CompressGradientsPass::collect(FunctionOpInterface fn) {
       continue;
     auto type = cast<RankedTensorType>(ar.getType());
     double bytes = 4.0 * type.getNumElements();
-    // What the member may differ over besides the reduced axes.
+    // What the member may differ over besides the reduced axes (an axis of
+    // size 1 has no replicas).
     Variation::Axes axes = variation.get(ar.getInput());
     SmallVector<StringRef> varying;
+    MeshOp mesh = lookupMesh(fn, ar.getMeshAttr());
+    auto trivial = [&](StringRef a) {
+      if (!mesh)
+        return false;
+      for (auto [name, size] :
+           llvm::zip(mesh.getAxisNames().getAsValueRange<StringAttr>(),
+                     mesh.getAxisSizes()))
+        if (name == a)
+          return size == 1;
+      return false;
+    };
     if (axes)
       for (StringRef a : *axes)
-        if (!llvm::is_contained(ar.getAxes().getAsValueRange<StringAttr>(), a))
+        if (!llvm::is_contained(ar.getAxes().getAsValueRange<StringAttr>(),
+                                a) &&
+            !trivial(a))
           varying.push_back(a);
     bool alone = !axes || bucketBytes == 0;
     unsigned i = open.size();
