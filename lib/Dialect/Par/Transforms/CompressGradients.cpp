@@ -12,7 +12,14 @@
 // result: the exchange sits at the last member, so every member's input
 // dominates it and every use of a member follows it. Its members are
 // flattened into one f32 vector x of N elements (padded with zeros to P, a
-// multiple of n * chunk, for the two-phase methods; n devices in a group):
+// multiple of n * chunk, for the two-phase methods; n devices in a group).
+// A bucket's members also vary over the same other mesh axes (`Variation`:
+// a gradient replicated over "tp" never shares a bucket with a tp-sharded
+// one), since every decompressed value depends on the whole bucket (its
+// chunk scales, top-k's threshold): replicas of a parameter must see the
+// same bucket to stay replicas. A gradient whose variation is not known is
+// a bucket alone.
+//
 //
 //   int8, sign (two phases, 1-bit Adam's compressed all-reduce):
 //     e1 = x + ef1                 codes c1, scales s1 = C(e1)
@@ -54,11 +61,15 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "llvm/Support/Format.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 
 #define DEBUG_TYPE "par-compress-gradients"
 
@@ -185,8 +196,132 @@ struct Builder {
 struct Bucket {
   FlatSymbolRefAttr mesh;
   ArrayAttr axes;
+  /// The mesh axes other than `axes` its members may differ over (sorted).
+  SmallVector<StringRef> varying;
   SmallVector<AllReduceOp> members;
   int64_t elements = 0;
+  double bytes = 0;
+};
+
+/// The mesh axes over which values of a function body may differ between
+/// devices, sorted names; none where that is not known. Arguments and call
+/// results by their shardings (split dims and partial axes; no sharding:
+/// replicated), collectives by their axes (an all_reduce, all_gather or
+/// broadcast makes its value the same over them; a reduce_scatter,
+/// all_to_all or all_slice splits it over them), other ops as the union of
+/// what they read; another par op, and an op with regions that hold a par
+/// op or a call, is unknown. Computed in one walk of the entry block.
+class Variation {
+public:
+  using Axes = std::optional<SmallVector<StringRef>>;
+
+  explicit Variation(FunctionOpInterface fn) {
+    Block &body = fn.getFunctionBody().front();
+    for (BlockArgument arg : body.getArguments())
+      of[arg] = sharded(
+          fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
+                                            ParDialect::kShardingAttrName));
+    SymbolTableCollection symbols;
+    for (Operation &op : body)
+      visit(op, symbols);
+  }
+
+  /// `v`'s axes (none for a value not in the entry block).
+  Axes get(Value v) const {
+    auto it = of.find(v);
+    return it == of.end() ? Axes() : it->second;
+  }
+
+private:
+  DenseMap<Value, Axes> of;
+
+  static Axes sharded(ShardingAttr s) {
+    SmallVector<StringRef> axes;
+    if (s) {
+      for (int64_t d = 0; d < s.getRank(); ++d)
+        llvm::append_range(axes, s.getDimAxes(d));
+      llvm::append_range(axes, s.getPartialAxisNames());
+    }
+    return normalized(std::move(axes));
+  }
+  static SmallVector<StringRef> normalized(SmallVector<StringRef> axes) {
+    llvm::sort(axes);
+    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+    return axes;
+  }
+  static SmallVector<StringRef> names(ArrayAttr axes) {
+    return llvm::to_vector(axes.getAsValueRange<StringAttr>());
+  }
+  /// The union of what `values` vary over (none if one is unknown).
+  Axes unite(ValueRange values) const {
+    SmallVector<StringRef> axes;
+    for (Value v : values) {
+      Axes a = get(v);
+      if (!a)
+        return std::nullopt;
+      llvm::append_range(axes, *a);
+    }
+    return normalized(std::move(axes));
+  }
+  void set(Operation &op, const Axes &axes) {
+    for (Value r : op.getResults())
+      of[r] = axes;
+  }
+
+  void visit(Operation &op, SymbolTableCollection &symbols) {
+    if (isa<AllReduceOp, AllGatherOp, BroadcastOp, ReduceScatterOp,
+            AllToAllOp, AllSliceOp>(op)) {
+      Axes in = get(op.getOperand(0));
+      auto axes = op.getAttrOfType<ArrayAttr>("axes");
+      if (!in || !axes)
+        return set(op, std::nullopt);
+      SmallVector<StringRef> out;
+      if (isa<AllReduceOp, AllGatherOp, BroadcastOp>(op)) {
+        for (StringRef a : *in)
+          if (!llvm::is_contained(names(axes), a))
+            out.push_back(a);
+      } else {
+        out = *in;
+        llvm::append_range(out, names(axes));
+      }
+      return set(op, normalized(std::move(out)));
+    }
+    if (isa<ParDialect>(op.getDialect()))
+      return set(op, std::nullopt);
+    if (auto call = dyn_cast<CallOpInterface>(op)) {
+      auto callee = dyn_cast_or_null<FunctionOpInterface>(
+          call.resolveCallableInTable(&symbols));
+      if (!callee)
+        return set(op, std::nullopt);
+      for (OpResult r : op.getResults())
+        of[r] = sharded(callee.getResultAttrOfType<ShardingAttr>(
+            r.getResultNumber(), ParDialect::kShardingAttrName));
+      return;
+    }
+    Axes axes = unite(op.getOperands());
+    if (axes && op.getNumRegions()) {
+      bool clean = true;
+      op.walk([&](Operation *inner) {
+        clean &= inner == &op || (!isa<ParDialect>(inner->getDialect()) &&
+                                  !isa<CallOpInterface>(inner));
+      });
+      llvm::SetVector<Value> above;
+      getUsedValuesDefinedAbove(op.getRegions(), above);
+      Axes inner = unite(above.getArrayRef());
+      if (!clean || !inner)
+        axes = std::nullopt;
+      else
+        axes = unite(ValueRange(op.getOperands()), *inner);
+    }
+    set(op, axes);
+  }
+  Axes unite(ValueRange values, ArrayRef<StringRef> more) const {
+    Axes axes = unite(values);
+    if (!axes)
+      return axes;
+    llvm::append_range(*axes, more);
+    return normalized(std::move(*axes));
+  }
 };
 
 struct CompressGradientsPass
@@ -287,44 +422,96 @@ bool CompressGradientsPass::isGradientReduction(AllReduceOp ar,
 }
 
 SmallVector<Bucket> CompressGradientsPass::collect(FunctionOpInterface fn) {
-  SmallVector<Bucket> buckets;
-  Bucket open;
-  DenseSet<Value> openResults;
-  double openBytes = 0;
-  auto close = [&]() {
-    if (!open.members.empty())
-      buckets.push_back(std::move(open));
-    open = Bucket();
-    openResults.clear();
-    openBytes = 0;
+  // Several buckets are open at once, one per mesh, axes and variation;
+  // each closes when an op uses one of its members (its exchange sits at
+  // its last member), when the next member would exceed bucket-bytes, or at
+  // the end. A gradient of unknown variation is a bucket alone.
+  Variation variation(fn);
+  SmallVector<Bucket> buckets, open;
+  DenseMap<Value, unsigned> openResults; // member result -> index in open
+  auto close = [&](unsigned i) {
+    for (AllReduceOp ar : open[i].members)
+      openResults.erase(ar.getResult());
+    buckets.push_back(std::move(open[i]));
+    open.erase(open.begin() + i);
+    for (auto &entry : openResults)
+      if (entry.second > i)
+        --entry.second;
   };
   for (Operation &op : fn.getFunctionBody().front()) {
-    // A use of a member closes the bucket (it sits at its last member).
-    bool uses = false;
+    // A use of a member closes its bucket.
+    SmallVector<unsigned> used;
     op.walk([&](Operation *inner) {
-      for (Value v : inner->getOperands())
-        uses |= openResults.contains(v);
+      for (Value v : inner->getOperands()) {
+        auto it = openResults.find(v);
+        if (it != openResults.end() && !llvm::is_contained(used, it->second))
+          used.push_back(it->second);
+      }
     });
-    if (uses)
-      close();
+    llvm::sort(used, std::greater<unsigned>());
+    for (unsigned i : used)
+      close(i);
     auto ar = dyn_cast<AllReduceOp>(op);
     if (!ar || !isGradientReduction(ar, fn))
       continue;
     auto type = cast<RankedTensorType>(ar.getType());
     double bytes = 4.0 * type.getNumElements();
-    if (!open.members.empty() &&
-        (open.mesh != ar.getMeshAttr() || open.axes != ar.getAxes() ||
-         (bucketBytes > 0 && openBytes + bytes > bucketBytes) ||
-         bucketBytes == 0))
-      close();
-    open.mesh = ar.getMeshAttr();
-    open.axes = ar.getAxes();
-    open.members.push_back(ar);
-    open.elements += type.getNumElements();
-    openResults.insert(ar.getResult());
-    openBytes += bytes;
+    // What the member may differ over besides the reduced axes (an axis of
+    // size 1 has no replicas).
+    Variation::Axes axes = variation.get(ar.getInput());
+    SmallVector<StringRef> varying;
+    MeshOp mesh = lookupMesh(fn, ar.getMeshAttr());
+    auto trivial = [&](StringRef a) {
+      if (!mesh)
+        return false;
+      for (auto [name, size] :
+           llvm::zip(mesh.getAxisNames().getAsValueRange<StringAttr>(),
+                     mesh.getAxisSizes()))
+        if (name == a)
+          return size == 1;
+      return false;
+    };
+    if (axes)
+      for (StringRef a : *axes)
+        if (!llvm::is_contained(ar.getAxes().getAsValueRange<StringAttr>(),
+                                a) &&
+            !trivial(a))
+          varying.push_back(a);
+    bool alone = !axes || bucketBytes == 0;
+    unsigned i = open.size();
+    if (!alone)
+      for (auto [j, o] : llvm::enumerate(open))
+        if (o.mesh == ar.getMeshAttr() && o.axes == ar.getAxes() &&
+            o.varying == varying)
+          i = j;
+    if (i < open.size() && bucketBytes > 0 &&
+        open[i].bytes + bytes > bucketBytes) {
+      close(i);
+      i = open.size();
+    }
+    if (i == open.size()) {
+      open.emplace_back();
+      open.back().mesh = ar.getMeshAttr();
+      open.back().axes = ar.getAxes();
+      open.back().varying = varying;
+    }
+    Bucket &bucket = open[i];
+    bucket.members.push_back(ar);
+    bucket.elements += type.getNumElements();
+    bucket.bytes += bytes;
+    openResults[ar.getResult()] = i;
+    if (alone)
+      close(i);
   }
-  close();
+  while (!open.empty())
+    close(0);
+  // In the order of their exchanges (their last members).
+  DenseMap<Operation *, unsigned> position;
+  for (auto [k, op] : llvm::enumerate(fn.getFunctionBody().front()))
+    position[&op] = k;
+  llvm::stable_sort(buckets, [&](const Bucket &a, const Bucket &b) {
+    return position[a.members.back()] < position[b.members.back()];
+  });
   return buckets;
 }
 

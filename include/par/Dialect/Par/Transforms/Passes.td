@@ -214,9 +214,12 @@ def CompressGradients : Pass<"par-compress-gradients", "ModuleOp"> {
     the data-parallel gradient reductions into the train step (the function
     with `par.feedback`) and the pipeline stage updates. In each, the sum
     `par.all_reduce`s over data-parallel axes (not the loss's) are grouped
-    in program order into buckets of at most `bucket-bytes`, flattened into
-    one f32 vector per bucket and exchanged compressed, in ordinary tensor
-    ops and par collectives (docs/RationaleCompression.md):
+    in program order into buckets of at most `bucket-bytes` whose members
+    vary over the same other mesh axes (by the shardings they come from: a
+    gradient replicated over "tp" never shares a bucket with a tp-split one,
+    so that its replicas get the same scales), flattened into one f32 vector
+    per bucket and exchanged compressed, in ordinary tensor ops and par
+    collectives (docs/RationaleCompression.md):
 
     - `int8`: per chunk of `chunk` elements a scale max|x|/127 and
       round-to-nearest-even codes; two phases as 1-bit Adam's compressed
