@@ -1061,12 +1061,7 @@ int PipelineRun::run() {
     findStateKeys();
   if (!o.resume.empty()) {
     resumeStages();
-    if (o.train.steps <= o.resumedStep) {
-      if (rank == 0 && o.train.steps > 0)
-        printf("%s: the checkpoint is at step %lld of --steps %lld: nothing "
-               "to train\n",
-               toolName().c_str(), (long long)o.resumedStep,
-               (long long)o.train.steps);
+    if (nothingToTrain(o, rank == 0)) {
       saveStageWeights();
       return 0;
     }

@@ -398,12 +398,7 @@ int ModuleRun::run() {
     resumeState();
     // An export (no --steps), or a run whose checkpoint is at --steps
     // already: the state as loaded, nothing trained.
-    if (o.train.steps <= o.resumedStep) {
-      if (rank == 0 && o.train.steps > 0)
-        printf("%s: the checkpoint is at step %lld of --steps %lld: nothing "
-               "to train\n",
-               toolName().c_str(), (long long)o.resumedStep,
-               (long long)o.train.steps);
+    if (nothingToTrain(o, rank == 0)) {
       saveTrainedWeights();
       return 0;
     }

@@ -5,6 +5,7 @@
 #include "par/Tooling/Diagnostics.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 namespace par::tooling {
@@ -149,6 +150,17 @@ int64_t adoptCheckpoint(RunOptions &o) {
     fatal("--resume: --data " + o.data + " is not the corpus '" + r.path() +
           "' was trained on (" + m.data + ": its CRC-32 differs)");
   return m.step;
+}
+
+bool nothingToTrain(const RunOptions &o, bool print) {
+  if (o.train.steps > o.resumedStep)
+    return false;
+  if (print && o.train.steps > 0)
+    printf("%s: the checkpoint is at step %lld of --steps %lld: nothing to "
+           "train\n",
+           toolName().c_str(), (long long)o.resumedStep,
+           (long long)o.train.steps);
+  return true;
 }
 
 bool checkpointDue(const RunOptions &o, int64_t step) {

@@ -57,6 +57,10 @@ CheckpointMeta runMeta(const Function &stepFn, const RunOptions &o,
 /// the checkpoint's step.
 int64_t adoptCheckpoint(RunOptions &o);
 
+/// Whether a resumed run has no step left: an export (no --steps), or a
+/// checkpoint at --steps already (`print`: rank 0 says so).
+bool nothingToTrain(const RunOptions &o, bool print);
+
 /// Whether to save a checkpoint after `step` (of `o.train.steps`).
 bool checkpointDue(const RunOptions &o, int64_t step);
 
