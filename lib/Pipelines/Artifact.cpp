@@ -79,7 +79,7 @@ LogicalResult buildProgram(ModuleOp front, StringRef stem, bool reference,
         if (cuda)
           buildLowerGPUPipeline(pm, gpu);
         else
-          buildLowerCPUPipeline(pm);
+          buildLowerCPUPipeline(pm, getCPUKernelOptions(options));
       }))) {
     error = "lowering '" + stem.str() + "' failed";
     return failure();

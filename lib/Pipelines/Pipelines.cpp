@@ -232,7 +232,12 @@ void mlir::par::buildExportPhase(OpPassManager &pm,
   pm.addPass(createExportManifest(exp));
 }
 
-void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams) {
+CPUKernelOptions mlir::par::getCPUKernelOptions(const CompileOptions &options) {
+  return {options.fuseReductions, options.fpReassociate, options.mathApprox};
+}
+
+void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
+                                    const CPUKernelOptions *kernels) {
   // Entry points get C interfaces first (func-to-LLVM reads the attribute).
   pm.addPass(createMarkEntryPoints());
   // Aggregated linalg ops (softmax) become generics the later steps handle.
@@ -241,6 +246,23 @@ void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams) {
   // Elementwise chains become one generic each: one loop nest, no
   // temporaries between them.
   pm.addPass(createFuseElementwise());
+  if (kernels) {
+    // Chains with reductions (LayerNorm, softmax, cross-entropy, their
+    // backwards) one loop nest each, over blocks of rows; cleanup folds
+    // the loops the yields of multi-use producers replaced.
+    if (kernels->fuseReductions) {
+      pm.addPass(createFuseReductions());
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+    }
+    // The licences that let LLVM vectorise the loops (reductions
+    // reassociated, exp/log/tanh as polynomials).
+    FastMathOptions fast;
+    fast.reassociate = kernels->fpReassociate;
+    fast.approximate = kernels->mathApprox;
+    if (fast.reassociate || fast.approximate)
+      pm.addPass(createFastMath(fast));
+  }
   // Collectives bufferize through their models (to their buffer forms);
   // function boundaries get contiguous memrefs, which the runtime's
   // pointer-based ABI and the packed entry points rely on.
@@ -397,8 +419,9 @@ bool mlir::par::parseTarget(StringRef target, bool &isCuda,
   return true;
 }
 
-void mlir::par::buildLowerCPUPipeline(OpPassManager &pm) {
-  buildBufferizePhase(pm);
+void mlir::par::buildLowerCPUPipeline(OpPassManager &pm,
+                                      const CPUKernelOptions &kernels) {
+  buildBufferizePhase(pm, /*outParams=*/false, &kernels);
   buildLowerCPUPhase(pm);
 }
 
@@ -439,11 +462,13 @@ void mlir::par::registerParPipelines() {
       "par-spmd",
       "Sharding propagation, SPMD partitioning, cleanup and verification",
       buildSPMDPipeline);
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LowerCPUPipelineOptions>(
       "par-lower-cpu",
       "Bufferize a partitioned program and lower it to the LLVM dialect, "
       "collectives and matmuls as par runtime calls",
-      buildLowerCPUPipeline);
+      [](OpPassManager &pm, const LowerCPUPipelineOptions &options) {
+        buildLowerCPUPipeline(pm, options.get());
+      });
   PassPipelineRegistration<LowerGPUPipelineOptions>(
       "par-lower-gpu",
       "Bufferize a partitioned program (results as out-parameters) and lower "

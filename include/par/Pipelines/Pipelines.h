@@ -264,6 +264,23 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
       llvm::cl::desc("Split each stage backward into input and weight "
                      "halves (implied by schedule=zbh1)"),
       llvm::cl::init(false)};
+  // CPU kernels.
+  Option<bool> fuseReductions{
+      *this, "fuse-reductions",
+      llvm::cl::desc("CPU: tile chains with reductions (LayerNorm, softmax, "
+                     "cross-entropy, their backwards) into one loop nest each "
+                     "(par-fuse-reductions)"),
+      llvm::cl::init(true)};
+  Option<bool> fpReassociate{
+      *this, "fp-reassociate",
+      llvm::cl::desc("CPU: reassociate float reductions so they vectorise "
+                     "(par-fast-math reassociate; off: sequential sums)"),
+      llvm::cl::init(true)};
+  Option<bool> mathApprox{
+      *this, "math-approx",
+      llvm::cl::desc("CPU: f32 exp/log/tanh as vectorisable polynomial "
+                     "approximations (par-fast-math approximate; off: libm)"),
+      llvm::cl::init(true)};
   // Reports and outputs.
   Option<bool> report{*this, "report",
                       llvm::cl::desc("Print the stage split, the "
@@ -302,6 +319,32 @@ struct BackendOptions {
   int64_t compressMinElements = CompressGradientsOptions{}.minElements;
   int64_t compressWarmup = CompressGradientsOptions{}.warmup;
   std::string target = "cpu"; // the manifest's target ("cuda:sm_90")
+};
+
+/// The CPU kernels' options (par-compile fuse-reductions, fp-reassociate,
+/// math-approx; docs/RationaleCPUKernels.md).
+struct CPUKernelOptions {
+  bool fuseReductions = true;
+  bool fpReassociate = true;
+  bool mathApprox = true;
+};
+CPUKernelOptions getCPUKernelOptions(const CompileOptions &options);
+
+/// par-lower-cpu's options.
+struct LowerCPUPipelineOptions
+    : public PassPipelineOptions<LowerCPUPipelineOptions> {
+  PassOptions::Option<bool> fuseReductions{
+      *this, "fuse-reductions", llvm::cl::desc("par-fuse-reductions"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> fpReassociate{
+      *this, "fp-reassociate", llvm::cl::desc("par-fast-math reassociate"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> mathApprox{
+      *this, "math-approx", llvm::cl::desc("par-fast-math approximate"),
+      llvm::cl::init(true)};
+  CPUKernelOptions get() const {
+    return {fuseReductions, fpReassociate, mathApprox};
+  }
 };
 
 /// The cuda target (par-compile --target cuda[:CHIP]): where the kernels'
@@ -359,7 +402,10 @@ void buildSPMDPhase(OpPassManager &pm, const BackendOptions &options);
 void buildExportPhase(OpPassManager &pm, const BackendOptions &options);
 /// `outParams`: results become trailing out-parameters written in place
 /// (the cuda target's calling convention; the CPU returns buffers).
-void buildBufferizePhase(OpPassManager &pm, bool outParams = false);
+/// `kernels` (CPU only): the tensor-level kernel passes (fusion with
+/// reductions, fast math) after elementwise fusion.
+void buildBufferizePhase(OpPassManager &pm, bool outParams = false,
+                         const CPUKernelOptions *kernels = nullptr);
 void buildLowerCPUPhase(OpPassManager &pm);
 /// Buffers to kernels (par-gpu-map-linalg), device memory, collectives and
 /// matmuls as runtime calls (NCCL, cuBLAS), then host and device code to
@@ -376,7 +422,8 @@ void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options);
 
 /// Bufferization and lowering of a partitioned program to the LLVM dialect
 /// for the CPU (buildBufferizePhase + buildLowerCPUPhase).
-void buildLowerCPUPipeline(OpPassManager &pm);
+void buildLowerCPUPipeline(OpPassManager &pm,
+                           const CPUKernelOptions &kernels = {});
 /// The same for the cuda target (buildBufferizePhase with out-parameters +
 /// buildLowerGPUPhase).
 void buildLowerGPUPipeline(OpPassManager &pm, const GPUTargetOptions &options);

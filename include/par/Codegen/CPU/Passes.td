@@ -37,6 +37,58 @@ def FuseElementwise : Pass<"par-fuse-elementwise", "ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def FuseReductions : Pass<"par-fuse-reductions", "ModuleOp"> {
+  let summary = "Tiles chains of generics with reductions into one loop nest";
+  let description = [{
+    Each chain of `linalg.generic`s on tensors that holds a reduction
+    (LayerNorm, softmax, cross-entropy, and their backwards: reductions over
+    a row and the elementwise ops that read their results broadcast back)
+    becomes one `scf.forall` over blocks of rows. The chain's last op (the
+    root) is tiled along its parallel loops but the innermost (which stays
+    whole: the reductions run along it), the innermost tiled loop in blocks
+    of rows of about `tile-elements` elements, and its producers are fused
+    into the loop by `scf::tileConsumerAndFuseProducersUsingSCF`. A producer
+    joins when its tile is disjoint across iterations (the consumer reads it
+    through every tiled loop, none of them a reduction of the producer), so
+    fusion never recomputes an element; a producer also used outside the
+    chain is computed in the loop once and yielded whole. Contractions
+    (matmuls) are never fused: they keep the BLAS path. Plain elementwise
+    chains are `par-fuse-elementwise`'s.
+  }];
+  let options = [
+    Option<"tileElements", "tile-elements", "int64_t", /*default=*/"8192",
+           "About how many elements of the root one tile computes">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
+def FastMath : Pass<"par-fast-math", "ModuleOp"> {
+  let summary = "Reassociates float reductions and approximates exp/log";
+  let description = [{
+    Two licences with float arithmetic, each an option, both on by default
+    (par-compile `fp-reassociate`, `math-approx`; see
+    docs/RationaleCPUKernels.md for the error each allows):
+    `reassociate` sets `reassoc` and `contract` on the float combiners in
+    the bodies of linalg ops with reduction loops, so that LLVM vectorises
+    those loops (partial sums per vector lane, fused multiply-adds), as
+    PyTorch's CPU kernels do; `approximate` expands `math.tanh` to exp and
+    rewrites f32 `math.exp` and `math.log` into MLIR's polynomial
+    approximations, which vectorise (libm's are one call per element).
+  }];
+  let options = [
+    Option<"reassociate", "reassociate", "bool", /*default=*/"true",
+           "Reassociate float reductions (reassoc, contract)">,
+    Option<"approximate", "approximate", "bool", /*default=*/"true",
+           "exp and log (f32) as polynomial approximations">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def MarkEntryPoints : Pass<"par-mark-entry-points", "ModuleOp"> {
   let summary = "Asks for C interfaces on the public functions";
   let description = [{
