@@ -22,8 +22,8 @@
 // NEST-NOT:     linalg.generic
 // NEST:         return
 // VEC-LABEL: define {{.*}} @layernorm_fwd(
-// VEC:         fadd reassoc contract <8 x float>
-// VEC:         call reassoc contract float @llvm.vector.reduce.fadd.v8f32
+// VEC:         fadd reassoc <8 x float>
+// VEC:         call reassoc float @llvm.vector.reduce.fadd.v8f32
 // VEC:         ret
 // STRICT-LABEL: define {{.*}} @layernorm_fwd(
 // STRICT-NOT:    llvm.vector.reduce.fadd
@@ -74,8 +74,8 @@ func.func @layernorm_fwd(%x: tensor<256x128xf32>, %g: tensor<128xf32>, %b: tenso
 // NEST-NOT:     linalg.generic
 // NEST:         return
 // VEC-LABEL: define {{.*}} @layernorm_bwd(
-// VEC:         fadd reassoc contract <8 x float>
-// VEC:         call reassoc contract float @llvm.vector.reduce.fadd.v8f32
+// VEC:         fadd reassoc <8 x float>
+// VEC:         call reassoc float @llvm.vector.reduce.fadd.v8f32
 // VEC:         ret
 func.func @layernorm_bwd(%dy: tensor<256x128xf32>, %xhat: tensor<256x128xf32>, %rstd: tensor<256xf32>, %gamma: tensor<128xf32>) -> tensor<256x128xf32> {
   %zero = arith.constant 0.0 : f32
@@ -121,7 +121,7 @@ func.func @layernorm_bwd(%dy: tensor<256x128xf32>, %xhat: tensor<256x128xf32>, %
 // VEC-LABEL: define {{.*}} @softmax_fwd(
 // VEC-NOT:     @expf
 // VEC:         <8 x float>
-// VEC:         call reassoc contract float @llvm.vector.reduce.fadd.v8f32
+// VEC:         call reassoc float @llvm.vector.reduce.fadd.v8f32
 // VEC-NOT:     @expf
 // VEC:         ret
 func.func @softmax_fwd(%x: tensor<256x128xf32>) -> tensor<256x128xf32> {
@@ -164,8 +164,8 @@ func.func @softmax_fwd(%x: tensor<256x128xf32>) -> tensor<256x128xf32> {
 // NEST-NOT:     linalg.generic
 // NEST:         return
 // VEC-LABEL: define {{.*}} @softmax_bwd(
-// VEC:         fadd reassoc contract <8 x float>
-// VEC:         call reassoc contract float @llvm.vector.reduce.fadd.v8f32
+// VEC:         fadd reassoc <8 x float>
+// VEC:         call reassoc float @llvm.vector.reduce.fadd.v8f32
 // VEC:         ret
 func.func @softmax_bwd(%p: tensor<256x128xf32>, %dp: tensor<256x128xf32>) -> tensor<256x128xf32> {
   %zero = arith.constant 0.0 : f32

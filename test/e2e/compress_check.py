@@ -7,6 +7,9 @@ compressed all-reduce delivered), bit for bit. The reference below
 implements the exchange as docs/RationaleCompression.md states it, with
 the same f32 operations in the same order (sequential sums over a chunk and
 over ranks, x / s, roundeven), so int8, sign and top-k must match exactly;
+the probe is compiled with fp-reassociate=false, the strict order that
+this bit-exact check needs (the default reassociates reductions, which
+changes the last bit of a chunk's mean: docs/RationaleCPUKernels.md);
 so must the error-feedback buffers (results 2 and 3: e1 [n, P], e2 [n, M]).
 
   exact   --method M --ranks n --size N [--chunk C] [--ratio R]
@@ -144,7 +147,7 @@ def build(a, work):
         f.write(model(a.ranks, a.size))
     opts = (f"optimizer=sgd lr=1 compress={a.method} compress-chunk={a.chunk} "
             f"compress-ratio={a.ratio} compress-warmup={a.warmup} "
-            f"bucket-bytes=0")
+            f"bucket-bytes=0 fp-reassociate=false")
     art = os.path.join(work, "art")
     subprocess.run([a.par_compile, src, f"--options={opts}", "-o", art],
                    check=True, stdout=subprocess.DEVNULL)

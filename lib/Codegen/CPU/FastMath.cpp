@@ -2,9 +2,9 @@
 //
 // The two licences par's CPU kernels take with float arithmetic, each its
 // own option (docs/RationaleCPUKernels.md):
-//  * reassociate: the combiners of linalg reductions get `reassoc` and
-//    `contract`, so LLVM vectorises the reduction loops (partial sums in
-//    vector lanes, FMAs) as PyTorch's kernels do;
+//  * reassociate: the combiners of linalg reductions get `reassoc`, so
+//    LLVM vectorises the reduction loops (partial sums in vector lanes)
+//    as PyTorch's kernels do;
 //  * approximate: exp and log become MLIR's polynomial approximations
 //    (tanh first expands to exp), straight-line arithmetic that vectorises,
 //    instead of one libm call per element.
@@ -34,7 +34,7 @@ struct FastMathPass : public mlir::par::impl::FastMathBase<FastMathPass> {
 
   void runOnOperation() override {
     if (reassociate) {
-      auto flags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+      auto flags = arith::FastMathFlags::reassoc;
       getOperation().walk([&](linalg::LinalgOp op) {
         if (op.getNumReductionLoops() == 0)
           return;

@@ -71,7 +71,7 @@ def FastMath : Pass<"par-fast-math", "ModuleOp"> {
     Two licences with float arithmetic, each an option, both on by default
     (par-compile `fp-reassociate`, `math-approx`; see
     docs/RationaleCPUKernels.md for the error each allows):
-    `reassociate` sets `reassoc` and `contract` on the float combiners in
+    `reassociate` sets `reassoc` on the float combiners in
     the bodies of linalg ops with reduction loops, so that LLVM vectorises
     those loops (partial sums per vector lane, fused multiply-adds), as
     PyTorch's CPU kernels do; `approximate` expands `math.tanh` to exp and
@@ -80,7 +80,7 @@ def FastMath : Pass<"par-fast-math", "ModuleOp"> {
   }];
   let options = [
     Option<"reassociate", "reassociate", "bool", /*default=*/"true",
-           "Reassociate float reductions (reassoc, contract)">,
+           "Reassociate float reductions (reassoc)">,
     Option<"approximate", "approximate", "bool", /*default=*/"true",
            "exp and log (f32) as polynomial approximations">,
   ];
