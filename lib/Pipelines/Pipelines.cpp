@@ -309,7 +309,11 @@ void mlir::par::buildLowerCPUPhase(OpPassManager &pm) {
   // Reshapes of buffers with dynamic strides (an scf.if's result) leave
   // affine.apply for their strides.
   pm.addPass(createLowerAffinePass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // Buffers from the runtime's pool (_mlir_memref_to_llvm_alloc/free,
+  // lib/Runtime/core/Allocator.cpp): no malloc per intermediate per step.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());

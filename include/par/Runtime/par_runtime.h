@@ -161,6 +161,26 @@ par_status_t par_rt_broadcast_world(par_rt_context_t *context, void *buffer,
 par_status_t par_rt_gather_world(par_rt_context_t *context, const void *local,
                                  int64_t bytes, void *gathered_on_root);
 
+/* The buffer pool (lib/Runtime/core/Allocator.cpp): compiled CPU programs
+ * allocate their buffers through it (MLIR's _mlir_memref_to_llvm_alloc,
+ * _aligned_alloc and _free, which this library defines), so a train step's
+ * intermediates reuse the blocks the previous step freed instead of a
+ * malloc (and, for large ones, an mmap and its page faults) each.
+ * `system_allocs`: blocks taken from the system; `pool_hits`: allocations
+ * served from freed blocks; `cached_bytes`: freed bytes held for reuse
+ * (at most PAR_RT_POOL_LIMIT bytes, default 8 GiB; beyond it a freed
+ * block goes back to the system). par_rt_free releases a buffer a compiled
+ * program returned (pool block or not). */
+typedef struct par_rt_alloc_stats {
+  int64_t system_allocs;
+  int64_t pool_hits;
+  int64_t frees;
+  int64_t cached_bytes;
+  int64_t live_bytes;
+} par_rt_alloc_stats_t;
+void par_rt_alloc_stats(par_rt_alloc_stats_t *out);
+void par_rt_free(void *buffer);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

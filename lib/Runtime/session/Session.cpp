@@ -200,7 +200,7 @@ void callHost(par_function_t *fn, const void *const *inputs,
     if (!owned.count((intptr_t)aligned) && !owned.count((intptr_t)alloc)) {
       owned.insert((intptr_t)aligned);
       owned.insert((intptr_t)alloc);
-      free(alloc);
+      par_rt_free(alloc);
     }
     w += 3 + 2 * t.local.size();
   }

@@ -17,6 +17,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Function.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
@@ -165,6 +166,13 @@ LogicalResult mlir::par::buildSharedObject(ModuleOp module, StringRef path,
     error = "cannot translate the module to LLVM IR";
     return failure();
   }
+  // The runtime pool's allocation functions return fresh memory, as malloc
+  // does: alias analysis (loop vectorisation, promotion of reduction
+  // accumulators to registers) needs to know.
+  for (const char *name :
+       {"_mlir_memref_to_llvm_alloc", "_mlir_memref_to_llvm_aligned_alloc"})
+    if (llvm::Function *f = llvmModule->getFunction(name))
+      f->addRetAttr(llvm::Attribute::NoAlias);
   llvmModule->setTargetTriple(tm->getTargetTriple());
   llvmModule->setDataLayout(tm->createDataLayout());
   optimize(*llvmModule, *tm);
