@@ -195,6 +195,8 @@ TrainLog::~TrainLog() {
 void TrainLog::step(int64_t step, double loss, double seconds, double tokens,
                     double scale, bool taken) {
   losses_.push_back(loss);
+  if (losses_.size() == 1)
+    par_rt_alloc_stats(&afterFirst);
   if (o.lossScale) {
     skipped += !taken;
     lastScale = scale;
@@ -238,6 +240,24 @@ void TrainLog::finish(const std::string &title) {
   if (csv)
     fclose(csv);
   csv = nullptr;
+  if (printing && o.allocStats) {
+    par_rt_alloc_stats_t now;
+    par_rt_alloc_stats(&now);
+    int64_t n = (int64_t)losses_.size() - 1;
+    if (n <= 0) {
+      printf("%s: buffer pool: %lld system allocations in the one step "
+             "(no steady state to report)\n",
+             toolName().c_str(), (long long)now.system_allocs);
+    } else {
+      double sys = double(now.system_allocs - afterFirst.system_allocs) / n;
+      double hits = double(now.pool_hits - afterFirst.pool_hits) / n;
+      printf("%s: buffer pool (rank 0): %.2f system allocations and %.1f "
+             "pool hits per step over steps 2..%lld; %lld system "
+             "allocations in all, %.1f MB cached\n",
+             toolName().c_str(), sys, hits, (long long)n + 1,
+             (long long)now.system_allocs, now.cached_bytes / 1e6);
+    }
+  }
   if (printing && !o.lossPlot.empty()) {
     writeLossPlot(o.lossPlot, losses_, title);
     printf("%s: wrote the loss plot %s\n", toolName().c_str(),

@@ -118,6 +118,8 @@ void usage() {
           "  --repeat K  run the program K times (after one warm-up run when "
           "K > 1)\n             and report the best and median time\n"
           "  --loss-plot FILE.svg  with --steps: plot the loss per step\n"
+          "  --alloc-stats      with --steps: rank 0's buffer-pool counts per step\n"
+          "                     after the first (system allocations, pool hits)\n"
           "  --sample N  after training, sample N characters from the model "
           "with\n             the logits entry (--sample-entry NAME, default "
           "the step's\n             logits role: par.logits on its forward), from "
@@ -199,6 +201,8 @@ void checkCombinations(const Options &o) {
     fatal("--loss-csv needs --steps");
   if (!r.train.lossPlot.empty() && r.train.steps == 0)
     fatal("--loss-plot needs --steps");
+  if (r.train.allocStats && r.train.steps == 0)
+    fatal("--alloc-stats needs --steps");
   if (o.pipeline && ((r.train.steps == 0 && r.resume.empty()) ||
                      !r.entry.empty()))
     fatal("--pipeline trains: it needs --steps, and takes no --entry");
@@ -295,6 +299,8 @@ Options parseArgs(int argc, char **argv) {
       r.rtol = nonNegative(a, next(), "a non-negative number");
     } else if (a == "--loss-csv") {
       r.train.lossCsv = next();
+    } else if (a == "--alloc-stats") {
+      r.train.allocStats = true;
     } else if (a == "--loss-plot") {
       r.train.lossPlot = next();
     } else if (a == "--sample") {

@@ -14,6 +14,7 @@
 
 #include "par/Tooling/CharData.h"
 #include "par/Tooling/Function.h"
+#include "par/Runtime/par_runtime.h"
 
 #include <cmath>
 #include <cstdio>
@@ -98,6 +99,9 @@ struct TrainLogOptions {
   // whether it was skipped; the summary counts the skips.
   bool lossScale = false;
   double minScale = 0;  // the policy's minimum (0: unknown)
+  // --alloc-stats: at the end, rank 0's buffer-pool counts per step over
+  // the steps after the first (the steady state).
+  bool allocStats = false;
 };
 
 /// The training loop's record: every rank keeps the losses; rank 0 prints
@@ -131,6 +135,7 @@ private:
   std::vector<double> losses_;
   int64_t skipped = 0;
   double lastScale = NAN;
+  par_rt_alloc_stats_t afterFirst{}; // the pool after the first step
 };
 
 } // namespace par::tooling
