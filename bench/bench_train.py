@@ -7,12 +7,15 @@ invocation (par and PyTorch runs interleaved, best of several rounds):
   (a) 1 rank: par's `gpt_step` (forward + backward + AdamW, built with
       par-autodiff and par-optimizer) against the same GPT written in
       PyTorch, doing forward + backward + torch.optim.AdamW step, on the
-      same batch.  Target: par / torch <= 1.5.
+      same batch.  Target (issue 16): par / torch <= 1.0, at T = 1 and
+      T = 2 threads (--threads 1,2, the default).
   (b) 8 ranks, data parallel: the same model generated with --dp 8 --tp 1,
       run by `par-run -n 8` (8 MPI ranks) against PyTorch
       DistributedDataParallel with the gloo backend on 8 processes
       (torch.multiprocessing, MASTER_ADDR=127.0.0.1), same global batch.
-      Target: par / torch <= 1.2.
+      Target (issue 16): par / torch <= 1.0.  par's data-parallel
+      gradients go in par-compile's default buckets (bucket-bytes, DDP's
+      25 MiB), as DDP's do.
 
 Model: examples/gen_transformer.py --gpt (token one-hot matmul embedding +
 position embedding, pre-LN blocks with causal multi-head attention and a
@@ -45,10 +48,20 @@ of --rounds interleaved rounds (ABBA order) is kept.  Compilation, process start
 MPI / process-group initialisation are outside the timed region.
 
 Threads: (a) runs with OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = T on both
-sides and torch.set_num_threads(T) (T = --threads, default 1; par's only
-multi-threaded code is OpenBLAS, its generated loops are single-threaded);
+sides and torch.set_num_threads(T) (T = --threads, default 1,2); par-run
+also gets `--threads T` when its --help lists that option (a par-run
+without it runs what OpenBLAS threads on its own);
 (b) uses one thread per process on both sides.  OMP_WAIT_POLICY=passive and
 OMPI_MCA_hwloc_base_binding_policy=none as in bench_forward.py.
+
+PyTorch 2.x (informational): the eager PyTorch of the project's frontend
+venv (scripts/install-frontend.sh; --torch2 PYTHON to name another, --torch2
+none to skip) runs the same worker in the same rounds of (a), as a third
+column (par / torch2); the verdict is against Debian's torch 1.13.
+
+Allocations: when par-run's --help lists --alloc-stats, one extra untimed
+run per setup (--steps --warmup+2 --alloc-stats) reports par-run's
+allocation statistics (allocation calls per step).
 
 Also (1 rank, T = first thread count) a breakdown: par-run --repeat on the
 `gpt` (loss only) and `gpt_grad` (loss + gradients) entries against torch's
@@ -81,10 +94,11 @@ REPO = Path(__file__).resolve().parent.parent
 GEN = REPO / "examples" / "gen_transformer.py"
 DEFAULT_BIN = REPO / "build" / "bin"
 DEFAULT_PYTHON = "/usr/bin/python3"
+INSTALL_FRONTEND = REPO / "scripts" / "install-frontend.sh"
 CORPUS = REPO / "README.md"
 
-TARGET_1 = 1.5          # (a) par / torch, 1 rank
-TARGET_DP = 1.2         # (b) par / torch DDP, 8 ranks
+TARGET_1 = 1.0          # (a) par / torch, 1 rank (issue 16), T = 1 and 2
+TARGET_DP = 1.0         # (b) par / torch DDP, 8 ranks (issue 16)
 LOSS_TOL = 1e-3         # relative, loss trajectories (AdamW)
 LN_EPS = 1.0e-5
 MASK_VALUE = -1.0e9
@@ -400,9 +414,31 @@ def par_inputs(work, names):
     return args
 
 
+# par-run's optional flags, as its --help lists them (filled by main).
+PAR_RUN_FEATURES = {"threads": False, "alloc_stats": False}
+
+
+def detect_par_run(bin_dir):
+    """Which optional flags this par-run has: --threads T (the rank's
+    threads, BLAS and generated loops) and --alloc-stats."""
+    try:
+        proc = subprocess.run([str(bin_dir / "par-run"), "--help"],
+                              capture_output=True, text=True, timeout=60)
+        text = proc.stdout + proc.stderr
+    except (OSError, subprocess.TimeoutExpired):
+        text = ""
+    PAR_RUN_FEATURES["threads"] = re.search(r"--threads\b", text) is not None
+    PAR_RUN_FEATURES["alloc_stats"] = re.search(r"--alloc-stats\b", text) is not None
+
+
+def par_thread_args(threads):
+    return ["--threads", str(threads)] if PAR_RUN_FEATURES["threads"] else []
+
+
 def time_par_steps(bin_dir, work, names, ranks, steps, threads):
     cmd = [str(bin_dir / "par-run"), "-n", str(ranks), str(work / "art"),
-           "--entry", "gpt_step", "--steps", str(steps)] + par_inputs(work, names)
+           "--entry", "gpt_step", "--steps", str(steps)] + \
+        par_thread_args(threads) + par_inputs(work, names)
     out = run(cmd, env=thread_env(threads), what="par-run", retry=True)
     rows = STEP_RE.findall(out)
     if len(rows) != steps:
@@ -412,12 +448,62 @@ def time_par_steps(bin_dir, work, names, ranks, steps, threads):
 
 def time_par_repeat(bin_dir, work, names, entry, repeat, threads, ranks=1):
     cmd = [str(bin_dir / "par-run"), "-n", str(ranks), str(work / "art"), "--entry", entry,
-           "--repeat", str(repeat)] + par_inputs(work, names)
+           "--repeat", str(repeat)] + par_thread_args(threads) + par_inputs(work, names)
     out = run(cmd, env=thread_env(threads), what="par-run", retry=True)
     m = BEST_RE.search(out)
     if not m:
         raise Failure("cannot parse par-run's output:\n" + out[-3000:])
     return {"best": float(m.group(1)), "median": float(m.group(3))}
+
+
+ALLOC_NUM_RE = re.compile(r"([0-9][0-9.,]*)\s*(?:allocation calls|allocations|allocs|malloc calls|mallocs)"
+                          r"[^\n]*?per step|per step[^\n0-9]*([0-9][0-9.,]*)", re.I)
+
+
+def alloc_stats(bin_dir, work, names, ranks, steps, threads):
+    """par-run --alloc-stats on a short untimed run: the lines it prints
+    about allocations, and allocation calls per step when a line says so."""
+    cmd = [str(bin_dir / "par-run"), "-n", str(ranks), str(work / "art"),
+           "--entry", "gpt_step", "--steps", str(steps), "--alloc-stats"] + \
+        par_thread_args(threads) + par_inputs(work, names)
+    env = thread_env(threads)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise Failure("par-run --alloc-stats could not run: %s" % e)
+    if proc.returncode != 0:
+        raise Failure("par-run --alloc-stats failed (exit %d): %s\n%s%s"
+                      % (proc.returncode, " ".join(cmd), proc.stdout[-3000:],
+                         proc.stderr[-3000:]))
+    lines = [l.strip() for l in (proc.stdout + proc.stderr).splitlines()
+             if re.search(r"alloc", l, re.I)]
+    per_step = None
+    for l in lines:
+        m = ALLOC_NUM_RE.search(l)
+        if m:
+            per_step = float((m.group(1) or m.group(2)).replace(",", ""))
+            break
+    return {"lines": lines, "per_step": per_step}
+
+
+def torch2_python(choice):
+    """The PyTorch 2.x interpreter: `choice`, or (auto) the frontend venv's
+    python when scripts/install-frontend.sh --check says it is complete;
+    None for none."""
+    if choice == "none":
+        return None
+    if choice and choice != "auto":
+        return choice
+    try:
+        if subprocess.run(["bash", str(INSTALL_FRONTEND), "--check"],
+                          capture_output=True, timeout=60).returncode != 0:
+            return None
+        venv = subprocess.run(["bash", str(INSTALL_FRONTEND), "--print-path"],
+                              capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    py = Path(venv) / "bin" / "python"
+    return str(py) if py.exists() else None
 
 
 def time_torch(python, mode, cfg, work, steps, threads, ranks=1, breakdown=False):
@@ -471,8 +557,8 @@ def main(argv=None):
                     help="global batch on the data-parallel ranks (default 16)")
     ap.add_argument("--ranks", type=int, default=8,
                     help="data-parallel ranks (default 8; 0 skips part (b))")
-    ap.add_argument("--threads", default="1",
-                    help="comma-separated thread counts for part (a) (default 1)")
+    ap.add_argument("--threads", default="1,2",
+                    help="comma-separated thread counts for part (a) (default 1,2)")
     ap.add_argument("--steps", type=int, default=20, help="train steps per run (default 20)")
     ap.add_argument("--warmup", type=int, default=3,
                     help="leading steps left out of the statistics (default 3)")
@@ -492,6 +578,11 @@ def main(argv=None):
                          '"bucket-bytes=0 sink-reductions=false" (default: none, '
                          'the compiler\'s defaults)')
     ap.add_argument("--python", default=None)
+    ap.add_argument("--torch2", default="auto",
+                    help="PyTorch 2.x interpreter for the informational third "
+                         "column of part (a): a python path, auto (default: the "
+                         "frontend venv of scripts/install-frontend.sh when "
+                         "installed) or none")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", default=None, help="keep the work directory here")
     ap.add_argument("--keep-temps", action="store_true",
@@ -520,6 +611,8 @@ def main(argv=None):
             print("bench_train.py: error: cannot find %s in %s" % (tool, bin_dir),
                   file=sys.stderr)
             return 1
+    detect_par_run(bin_dir)
+    python2 = torch2_python(args.torch2)
     if args.ranks and args.dp_batch % args.ranks:
         ap.error("--dp-batch must be divisible by --ranks")
     try:
@@ -567,7 +660,8 @@ def main(argv=None):
             label, ranks, batch, work = setups[1]
             plan.append((label, ranks, batch, work, 1))
         for label, ranks, batch, work, t in plan:
-            par_runs, torch_runs = [], []
+            par_runs, torch_runs, torch2_runs = [], [], []
+            with2 = python2 is not None and ranks == 1
             for r in range(args.rounds):
                 def run_par():
                     return time_par_steps(bin_dir, work, names, ranks, args.steps, t)
@@ -576,28 +670,52 @@ def main(argv=None):
                     if ranks == 1:
                         return time_torch(python, "single", cfg, work, args.steps, t)
                     return time_torch(python, "ddp", cfg, work, args.steps, 1, ranks=ranks)
-                # ABBA order over the rounds, so that drift in the machine's
-                # load affects both sides alike.
-                if r % 2 == 0:
-                    p = run_par()
-                    w = run_torch()
-                else:
-                    w = run_torch()
-                    p = run_par()
-                if w["threads"] != t:
-                    raise Failure("PyTorch ran with %d threads, asked for %d"
-                                  % (w["threads"], t))
+
+                def run_torch2():
+                    return time_torch(python2, "single", cfg, work, args.steps, t)
+                # ABBA order over the rounds (par, torch[, torch2], then the
+                # reverse), so that drift in the machine's load affects the
+                # sides alike.
+                order = ["par", "torch"] + (["torch2"] if with2 else [])
+                if r % 2:
+                    order.reverse()
+                got = {}
+                for side in order:
+                    got[side] = {"par": run_par, "torch": run_torch,
+                                 "torch2": run_torch2}[side]()
+                p, w = got["par"], got["torch"]
+                for key in ("torch", "torch2"):
+                    if key in got and got[key]["threads"] != t:
+                        raise Failure("PyTorch (%s) ran with %d threads, asked for %d"
+                                      % (key, got[key]["threads"], t))
                 info.update({k: w[k] for k in ("torch", "blas", "backend") if k in w})
                 p.update(steady(p["times"], args.warmup))
                 w.update(steady(w["times"], args.warmup))
                 par_runs.append(p)
                 torch_runs.append(w)
-                print("  %s T=%d round %d: par %s ms/step, torch %s ms/step"
-                      % (label, t, r + 1, ms(p["median"]), ms(w["median"])), flush=True)
+                extra = ""
+                if "torch2" in got:
+                    w2 = got["torch2"]
+                    info.update({"torch2": w2["torch"], "torch2_blas": w2["blas"]})
+                    w2.update(steady(w2["times"], args.warmup))
+                    torch2_runs.append(w2)
+                    extra = ", torch2 %s ms/step" % ms(w2["median"])
+                print("  %s T=%d round %d: par %s ms/step, torch %s ms/step%s"
+                      % (label, t, r + 1, ms(p["median"]), ms(w["median"]), extra),
+                      flush=True)
             bp = min(par_runs, key=lambda x: x["median"])
             bt = min(torch_runs, key=lambda x: x["median"])
             loss_err = max(abs(a - b) / abs(b) for a, b in
                            zip(par_runs[0]["losses"], torch_runs[0]["losses"]))
+            t2 = {}
+            if torch2_runs:
+                b2 = min(torch2_runs, key=lambda x: x["median"])
+                t2 = {"torch2": b2["median"], "torch2_min": b2["min"],
+                      "torch2_rounds": [x["median"] for x in torch2_runs],
+                      "torch2_losses": torch2_runs[0]["losses"],
+                      "loss_err2": max(abs(a - b) / abs(b) for a, b in
+                                       zip(par_runs[0]["losses"],
+                                           torch2_runs[0]["losses"]))}
             points.append({"label": label, "ranks": ranks, "batch": batch, "threads": t,
                            "par": bp["median"], "par_min": bp["min"],
                            "torch": bt["median"], "torch_min": bt["min"],
@@ -608,17 +726,30 @@ def main(argv=None):
                            "loss_first": torch_runs[0]["losses"][0],
                            "loss_last": torch_runs[0]["losses"][-1],
                            "loss_err": loss_err,
-                           "target": TARGET_1 if ranks == 1 else TARGET_DP})
+                           "target": TARGET_1 if ranks == 1 else TARGET_DP, **t2})
+
+        # Allocation calls per step (untimed; par-run --alloc-stats).
+        allocs = []
+        if PAR_RUN_FEATURES["alloc_stats"]:
+            for label, ranks, batch, work in setups:
+                a = alloc_stats(bin_dir, work, names, ranks, args.warmup + 2, threads[0])
+                a.update({"label": label, "ranks": ranks, "threads": threads[0]})
+                allocs.append(a)
 
         # Breakdown (1 rank, first thread count): loss only, loss + grads.
         if not args.no_breakdown:
             t = threads[0]
             work = setups[0][3]
             reps = max(5, args.steps // 2)
-            bd = {"par_gpt": [], "par_grad": [], "torch_fwd": [], "torch_grad": []}
+            bd = {"par_gpt": [], "par_grad": [], "par_step_rep": [], "torch_fwd": [],
+                  "torch_grad": []}
             for r in range(args.rounds):
                 bd["par_gpt"].append(time_par_repeat(bin_dir, work, names, "gpt", reps, t)["median"])
                 bd["par_grad"].append(time_par_repeat(bin_dir, work, names, "gpt_grad", reps, t)["median"])
+                # The step timed like the entries above (same inputs every
+                # run), so that step - grad is the optimizer's share.
+                bd["par_step_rep"].append(time_par_repeat(bin_dir, work, names, "gpt_step",
+                                                          reps, t)["median"])
                 w = time_torch(python, "single", cfg, work, reps, t, breakdown=True)
                 bd["torch_fwd"].append(statistics.median(w["forward"][1:]))
                 bd["torch_grad"].append(statistics.median(w["grad"][1:]))
@@ -652,16 +783,23 @@ def main(argv=None):
           % (cfg["layers"], cfg["dmodel"], cfg["heads"], cfg["ffn"], cfg["seq"], cfg["vocab"]))
     print("optimizer: AdamW lr=%g betas=%s eps=%g weight_decay=%g (both sides)"
           % (LR, BETAS, EPS, WD))
-    print("par      : %s -n N --entry gpt_step --steps %d (rank 0's per-step time)%s"
+    print("par      : %s -n N --entry gpt_step --steps %d%s (rank 0's per-step time)%s"
           % (bin_dir / "par-run", args.steps,
+             " --threads T" if PAR_RUN_FEATURES["threads"] else
+             " (no --threads in this par-run: threads from the environment only)",
              "; par-compile --options=\"%s\"" % args.compile_options
-             if args.compile_options else ""))
+             if args.compile_options else "; par-compile defaults (buckets: bucket-bytes, "
+             "DDP's 25 MiB)"))
     print("embedding: %s (par: gen_transformer.py --embedding %s; torch: %s)"
           % (embedding, embedding, "F.embedding" if embedding == "gather"
              else "F.one_hot(tokens).float() @ wte"))
     print("torch    : %s %s; BLAS %s; DDP backend %s"
           % (python, info.get("torch"),
              ", ".join(info.get("blas", [])) or "?", info.get("backend", "-")))
+    if info.get("torch2"):
+        print("torch2   : %s %s (informational); BLAS %s"
+              % (python2, info["torch2"], ", ".join(info.get("torch2_blas", [])) or
+                 "(linked in)"))
     print("timing   : median of steps %d..%d per run, best of %d interleaved runs (ABBA)"
           % (args.warmup + 1, args.steps, args.rounds))
     print()
@@ -683,6 +821,16 @@ def main(argv=None):
     print()
     print("par/torch = best par run / best torch run (the verdict); rnd_ratio = median "
           "over the rounds of par/torch within a round")
+    rows2 = [pt for pt in points if "torch2" in pt]
+    if rows2:
+        print()
+        print("PyTorch 2.x eager (informational, same rounds):")
+        for pt in rows2:
+            pt["ratio2"] = pt["par"] / pt["torch2"]
+            print("  %-12s T=%d  torch2 %s ms (min %s)   par/torch2 %.2f   torch1.13/torch2 "
+                  "%.2f   loss_err %.1e"
+                  % (pt["label"], pt["threads"], ms(pt["torch2"]), ms(pt["torch2_min"]),
+                     pt["ratio2"], pt["torch"] / pt["torch2"], pt["loss_err2"]))
     print()
     print("throughput (tokens/s, global):")
     for pt in points:
@@ -696,6 +844,18 @@ def main(argv=None):
         print("  %-12s T=%d  torch %.4f -> %.4f   par vs torch %.1e  %s"
               % (pt["label"], pt["threads"], pt["loss_first"], pt["loss_last"],
                  pt["loss_err"], "OK" if pt["loss_ok"] else "MISMATCH"))
+    if PAR_RUN_FEATURES["alloc_stats"]:
+        print()
+        print("allocations (par-run --alloc-stats, %d steps, untimed):" % (args.warmup + 2))
+        for a in allocs:
+            print("  %-12s T=%d  allocation calls per step: %s"
+                  % (a["label"], a["threads"],
+                     "%g" % a["per_step"] if a["per_step"] is not None else "?"))
+            for l in a["lines"][:8]:
+                print("      " + l)
+    else:
+        print()
+        print("allocations: this par-run has no --alloc-stats")
     if breakdown:
         b = breakdown
         print()
@@ -706,9 +866,10 @@ def main(argv=None):
                 ("forward + backward (gpt_grad)", b["par_grad"], b["torch_grad"]),
                 ("backward only (difference)", b["par_grad"] - b["par_gpt"],
                  b["torch_grad"] - b["torch_fwd"]),
-                ("optimizer (step - grad)", b["par_step"] - b["par_grad"],
+                ("optimizer (step - grad)", b["par_step_rep"] - b["par_grad"],
                  b["torch_step"] - b["torch_grad"]),
-                ("full train step", b["par_step"], b["torch_step"])]
+                ("full train step (--repeat)", b["par_step_rep"], b["torch_step"]),
+                ("full train step (--steps)", b["par_step"], b["torch_step"])]
         for name, p, q in rows:
             print("  %-34s %9s %9s %8s" % (name, ms(p), ms(q),
                                            "%.2f" % (p / q) if q > 0 else "-"))
@@ -724,6 +885,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"cfg": cfg, "points": points, "breakdown": breakdown,
+                       "allocs": allocs, "par_run_features": PAR_RUN_FEATURES,
                        "info": info, "steps": args.steps, "warmup": args.warmup,
                        "rounds": args.rounds}, fh, indent=2)
     return 0

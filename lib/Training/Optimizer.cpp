@@ -13,6 +13,7 @@
 #include "par/Training/LossScale.h"
 #include "par/Training/Passes.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -165,22 +166,112 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     return optimizer == "sgd" ? 0 : optimizer == "momentum" ? 1 : 2;
   }
 
+  /// The values an update needs that are the same for every element of
+  /// every parameter in a step: AdamW's bias corrections 1 - beta^t and the
+  /// scheduled learning rate. Computed once per step (and element type), as
+  /// 0-d tensors that the updates read through scalar maps; in the updates'
+  /// bodies they would cost two powf (and a cos) per element, since LLVM
+  /// cannot hoist a load of t that may alias the outputs. Same operations
+  /// in the same order as the per-element form: the values are bit for bit
+  /// the same.
+  struct StepScalars {
+    Value bc1, bc2; // AdamW: 1 - beta1^t, 1 - beta2^t
+    Value lr;       // cosine schedule: lr * factor(t)
+  };
+
+  StepScalars emitStepScalars(OpBuilder &b, Location loc, Value t, Type elt) {
+    StepScalars s;
+    bool adamw = optimizer == "adamw", cosine = schedule == "cosine";
+    if (!t || (!adamw && !cosine))
+      return s;
+    MLIRContext *ctx = b.getContext();
+    auto scalarType = RankedTensorType::get({}, elt);
+    unsigned n = (adamw ? 2 : 0) + (cosine ? 1 : 0);
+    SmallVector<Value> outs;
+    for (unsigned i = 0; i < n; ++i)
+      outs.push_back(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, elt));
+    SmallVector<AffineMap> maps(1 + n, AffineMap::get(0, 0, {}, ctx));
+    auto cst = [&](OpBuilder &nb, Location l, double v) -> Value {
+      return arith::ConstantOp::create(nb, l, elt, nb.getFloatAttr(elt, v));
+    };
+    auto op = linalg::GenericOp::create(
+        b, loc, TypeRange(SmallVector<Type>(n, scalarType)), ValueRange{t},
+        outs, maps, ArrayRef<utils::IteratorType>{},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Value tv = a[0];
+          SmallVector<Value> yields;
+          if (adamw) {
+            Value one = cst(nb, l, 1.0);
+            yields.push_back(arith::SubFOp::create(
+                nb, l, one,
+                math::PowFOp::create(nb, l, cst(nb, l, beta1), tv)));
+            yields.push_back(arith::SubFOp::create(
+                nb, l, one,
+                math::PowFOp::create(nb, l, cst(nb, l, beta2), tv)));
+          }
+          if (cosine) {
+            // lr * (t <= W ? t / W : 0.5 (1 + cos(pi min(1, (t-W)/(T-W)))))
+            double W = warmupSteps, T = totalSteps;
+            Value warm = W > 0 ? arith::DivFOp::create(nb, l, tv, cst(nb, l, W))
+                                     .getResult()
+                               : cst(nb, l, 1.0);
+            Value prog = arith::DivFOp::create(
+                nb, l, arith::SubFOp::create(nb, l, tv, cst(nb, l, W)),
+                cst(nb, l, T - W));
+            prog = arith::MinimumFOp::create(
+                nb, l, arith::MaximumFOp::create(nb, l, prog, cst(nb, l, 0.0)),
+                cst(nb, l, 1.0));
+            Value cosv = math::CosOp::create(
+                nb, l, arith::MulFOp::create(nb, l, prog, cst(nb, l, M_PI)));
+            Value decayf = arith::MulFOp::create(
+                nb, l, cst(nb, l, 0.5),
+                arith::AddFOp::create(nb, l, cst(nb, l, 1.0), cosv));
+            Value inWarmup = arith::CmpFOp::create(
+                nb, l, arith::CmpFPredicate::OLE, tv, cst(nb, l, W));
+            Value factor =
+                arith::SelectOp::create(nb, l, inWarmup, warm, decayf);
+            yields.push_back(
+                arith::MulFOp::create(nb, l, cst(nb, l, this->lr), factor));
+          }
+          linalg::YieldOp::create(nb, l, yields);
+        });
+    unsigned i = 0;
+    if (adamw) {
+      s.bc1 = op.getResult(i++);
+      s.bc2 = op.getResult(i++);
+    }
+    if (cosine)
+      s.lr = op.getResult(i++);
+    return s;
+  }
+
   /// The update of every parameter from its gradient, state (kind-major:
   /// state[k * #params + j]) and the step number `t` (null when unused):
   /// appends the new parameters, then the new state grouped by kind, then
-  /// t + 1 when there is a step number.
+  /// t + 1 when there is a step number. Each parameter's update is one
+  /// elementwise generic (one loop nest): parameter, gradient and state in,
+  /// the per-step scalars (emitStepScalars) through scalar maps, the new
+  /// parameter and state out.
   void emitUpdates(OpBuilder &b, Location loc, ArrayRef<Value> params,
                    ArrayRef<Value> grads, ArrayRef<Value> state, Value t,
                    SmallVector<Value> &results) {
     MLIRContext *ctx = b.getContext();
     unsigned statePerParam = stateKinds();
     bool hasStep = t != nullptr;
-    bool cosine = schedule == "cosine";
     SmallVector<Value> newState;
+    // The per-step scalars, once per element type (the parameters' types
+    // normally agree), before every update.
+    llvm::SmallDenseMap<Type, StepScalars> scalarsOf;
+    for (Value param : params) {
+      Type elt = cast<RankedTensorType>(param.getType()).getElementType();
+      if (!scalarsOf.count(elt))
+        scalarsOf[elt] = emitStepScalars(b, loc, t, elt);
+    }
     for (auto [j, param] : llvm::enumerate(params)) {
       Value g = grads[j];
       auto type = cast<RankedTensorType>(param.getType());
       Type elt = type.getElementType();
+      StepScalars scalars = scalarsOf[elt];
       auto cst = [&](OpBuilder &nb, Location l, double v) -> Value {
         return arith::ConstantOp::create(nb, l, elt, nb.getFloatAttr(elt, v));
       };
@@ -195,11 +286,17 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         ins.push_back(state[k * params.size() + j]);
         maps.push_back(id);
       }
-      int64_t tIndex = ins.size();
-      if (hasStep) {
-        ins.push_back(t);
+      // The scalar inputs' positions in the body's arguments (-1: none).
+      auto addScalar = [&](Value v) -> int64_t {
+        if (!v)
+          return -1;
+        ins.push_back(v);
         maps.push_back(scalar);
-      }
+        return ins.size() - 1;
+      };
+      int64_t bc1Index = addScalar(scalars.bc1);
+      int64_t bc2Index = addScalar(scalars.bc2);
+      int64_t lrIndex = addScalar(scalars.lr);
       SmallVector<Value> outs;
       for (unsigned k = 0; k < 1 + statePerParam; ++k) {
         outs.push_back(tensor::EmptyOp::create(b, loc, type.getShape(), elt));
@@ -209,31 +306,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           b, loc, TypeRange(SmallVector<Type>(outs.size(), type)), ins, outs,
           maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
             Value pv = a[0], gv = a[1];
-            Value lr = cst(nb, l, this->lr);
-            if (cosine) {
-              // lr * (t <= W ? t / W : 0.5 (1 + cos(pi min(1, (t-W)/(T-W)))))
-              Value tv = a[tIndex];
-              double W = warmupSteps, T = totalSteps;
-              Value warm = W > 0 ? arith::DivFOp::create(nb, l, tv, cst(nb, l, W))
-                                       .getResult()
-                                 : cst(nb, l, 1.0);
-              Value prog = arith::DivFOp::create(
-                  nb, l, arith::SubFOp::create(nb, l, tv, cst(nb, l, W)),
-                  cst(nb, l, T - W));
-              prog = arith::MinimumFOp::create(
-                  nb, l, arith::MaximumFOp::create(nb, l, prog, cst(nb, l, 0.0)),
-                  cst(nb, l, 1.0));
-              Value cosv = math::CosOp::create(
-                  nb, l, arith::MulFOp::create(nb, l, prog, cst(nb, l, M_PI)));
-              Value decayf = arith::MulFOp::create(
-                  nb, l, cst(nb, l, 0.5),
-                  arith::AddFOp::create(nb, l, cst(nb, l, 1.0), cosv));
-              Value inWarmup = arith::CmpFOp::create(
-                  nb, l, arith::CmpFPredicate::OLE, tv, cst(nb, l, W));
-              Value factor =
-                  arith::SelectOp::create(nb, l, inWarmup, warm, decayf);
-              lr = arith::MulFOp::create(nb, l, lr, factor);
-            }
+            Value lr = lrIndex >= 0 ? a[lrIndex] : cst(nb, l, this->lr);
             if (optimizer == "sgd") {
               Value d = arith::MulFOp::create(nb, l, lr, gv);
               linalg::YieldOp::create(
@@ -250,8 +323,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
               return;
             }
             // AdamW.
-            Value m = a[2], v = a[3], tv = a[tIndex];
-            Value one = cst(nb, l, 1.0);
+            Value m = a[2], v = a[3];
             Value b1 = cst(nb, l, beta1), b2 = cst(nb, l, beta2);
             Value nm = arith::AddFOp::create(
                 nb, l, arith::MulFOp::create(nb, l, b1, m),
@@ -261,12 +333,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                 arith::MulFOp::create(
                     nb, l, cst(nb, l, 1.0 - beta2),
                     arith::MulFOp::create(nb, l, gv, gv)));
-            Value bc1 = arith::SubFOp::create(
-                nb, l, one, math::PowFOp::create(nb, l, b1, tv));
-            Value bc2 = arith::SubFOp::create(
-                nb, l, one, math::PowFOp::create(nb, l, b2, tv));
-            Value mhat = arith::DivFOp::create(nb, l, nm, bc1);
-            Value vhat = arith::DivFOp::create(nb, l, nv, bc2);
+            Value mhat = arith::DivFOp::create(nb, l, nm, a[bc1Index]);
+            Value vhat = arith::DivFOp::create(nb, l, nv, a[bc2Index]);
             Value denom = arith::AddFOp::create(
                 nb, l, math::SqrtOp::create(nb, l, vhat),
                 cst(nb, l, epsilon));
