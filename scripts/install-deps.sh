@@ -7,6 +7,7 @@ set -euo pipefail
 PKGS=(cmake ninja-build g++ python3 python3-venv ccache
       llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
       libopenmpi-dev openmpi-bin libopenblas-dev libzstd-dev
+      libomp-22-dev                # parallel loops (OpenMP runtime)
       python3-numpy python3-torch  # the PyTorch parity tests' reference
       libgtest-dev)                # the C++ unit tests (test/unit)
 

@@ -296,7 +296,11 @@ void mlir::par::buildLowerCPUPhase(OpPassManager &pm) {
   // path before the remaining linalg becomes loops.
   pm.addPass(createCollectivesToRuntime());
   pm.addPass(createMatmulToRuntime());
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // The remaining linalg ops to loops; the big ones' outer parallel loops
+  // and the fused chains' foralls shared by the rank's threads (OpenMP,
+  // OMP_NUM_THREADS: par-run --threads).
+  pm.addPass(createParallelizeLoops());
+  pm.addPass(createConvertSCFToOpenMPPass());
   // tanh (GELU) as exp-based arithmetic: the math conversions below would
   // call libm's tanhf per element; the other math ops keep LLVM intrinsics.
   math::MathExpandOpsPassOptions expand;
@@ -320,6 +324,7 @@ void mlir::par::buildLowerCPUPhase(OpPassManager &pm) {
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   // One packed wrapper per entry point: what the session API calls.
   pm.addPass(createEmitPackedEntry());

@@ -46,6 +46,9 @@ using namespace par::tooling;
 
 namespace {
 
+/// --threads was given (its environment is set as it is parsed).
+bool threadsGiven = false;
+
 struct Options {
   int64_t ranks = -1;
   std::string backend = "cpu";
@@ -118,6 +121,9 @@ void usage() {
           "  --repeat K  run the program K times (after one warm-up run when "
           "K > 1)\n             and report the best and median time\n"
           "  --loss-plot FILE.svg  with --steps: plot the loss per step\n"
+          "  --threads T        threads per rank: OpenMP's parallel loops (default 1,\n"
+          "                     or OMP_NUM_THREADS) and OpenBLAS (unless\n"
+          "                     OPENBLAS_NUM_THREADS is set)\n"
           "  --alloc-stats      with --steps: rank 0's buffer-pool counts per step\n"
           "                     after the first (system allocations, pool hits)\n"
           "  --sample N  after training, sample N characters from the model "
@@ -203,6 +209,11 @@ void checkCombinations(const Options &o) {
     fatal("--loss-plot needs --steps");
   if (r.train.allocStats && r.train.steps == 0)
     fatal("--alloc-stats needs --steps");
+  // Without --threads a rank's parallel loops run on one thread (libomp
+  // would take every core in every rank), unless the environment says.
+  if (!threadsGiven)
+    setenv("OMP_NUM_THREADS", "1", 0);
+  setenv("KMP_BLOCKTIME", "0", 0);
   if (o.pipeline && ((r.train.steps == 0 && r.resume.empty()) ||
                      !r.entry.empty()))
     fatal("--pipeline trains: it needs --steps, and takes no --entry");
@@ -321,6 +332,19 @@ Options parseArgs(int argc, char **argv) {
       r.verify = true;
     } else if (a == "--error-norm") {
       r.errorNorm = true;
+    } else if (a == "--threads") {
+      // Every rank's threads: OpenMP's parallel loops and OpenBLAS
+      // (mpirun forwards the environment); idle OpenMP threads sleep at
+      // once instead of spinning against BLAS and the other ranks.
+      std::string v = next();
+      char *end = nullptr;
+      long t = strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || t < 1 || t > 1024)
+        fatal("--threads takes a number of threads from 1 to 1024, not '" +
+              v + "'");
+      setenv("OMP_NUM_THREADS", v.c_str(), 1);
+      setenv("OPENBLAS_NUM_THREADS", v.c_str(), 0); // unless set
+      threadsGiven = true;
     } else if (a == "--collective-timeout") {
       // The runtime's watchdog reads it (Watchdog.h); mpirun forwards it.
       std::string v = next();

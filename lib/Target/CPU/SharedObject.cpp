@@ -13,6 +13,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
@@ -119,6 +120,9 @@ LogicalResult link(StringRef object, StringRef path,
     args.push_back("-Wl,-rpath," + dir);
   };
   addLib(options.runtimeLibDir, "par_runtime");
+  // The OpenMP runtime of the parallel loops (LLVM's libomp: the
+  // translation calls __kmpc_*; Debian's libomp-22-dev).
+  addLib(PAR_LIBOMP_DIR, "omp");
   for (const auto &[dir, name] : options.extraLibs)
     addLib(dir, name);
   for (const auto &[dir, name] : options.linkOnlyLibs) {
@@ -144,6 +148,8 @@ LogicalResult link(StringRef object, StringRef path,
 void mlir::par::registerSharedObjectTranslations(DialectRegistry &registry) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  // par-parallelize-loops' parallel loops (omp.parallel/omp.wsloop).
+  registerOpenMPDialectTranslation(registry);
   // The cuda target: kernels serialized by gpu-module-to-binary (NVVM to
   // PTX in process, ptxas and fatbinary from the toolkit), and the host
   // module's gpu.binary embedded with its load/launch calls.

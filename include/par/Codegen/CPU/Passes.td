@@ -89,6 +89,31 @@ def FastMath : Pass<"par-fast-math", "ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def ParallelizeLoops : Pass<"par-parallelize-loops", "ModuleOp"> {
+  let summary = "Lowers linalg on buffers to loops, the big ones parallel";
+  let description = [{
+    What `convert-linalg-to-loops` does, choosing which loops a rank's
+    threads share: an op with at least `min-iterations` iterations whose
+    outermost loop is parallel gets its parallel loops as one
+    `scf.parallel`; every `scf.forall` (par-fuse-reductions' chains) with
+    that much work becomes `scf.parallel`, the others nested `scf.for`.
+    A loop nested in a parallel one stays sequential (one OpenMP region,
+    never nested ones). Only parallel dimensions are shared, never a
+    reduction, so the results are bit-identical at every thread count.
+    With `threads=false` every loop is sequential. `convert-scf-to-openmp`
+    then makes the parallel loops OpenMP worksharing loops.
+  }];
+  let options = [
+    Option<"minIterations", "min-iterations", "int64_t", /*default=*/"32768",
+           "Iterations an op (or a forall's whole body) needs to run parallel">,
+    Option<"threads", "threads", "bool", /*default=*/"true",
+           "Emit parallel loops at all">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
 def MarkEntryPoints : Pass<"par-mark-entry-points", "ModuleOp"> {
   let summary = "Asks for C interfaces on the public functions";
   let description = [{
