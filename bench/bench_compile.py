@@ -14,12 +14,29 @@ a few times and keeps the best wall-clock time.  It then reports:
   * mesh scaling: t(65536 devices) / t(8 devices) for the 48-layer model,
     target <= 1.1 (compile time should not depend on the mesh size).
 
+With --gpt-step it times par-compile instead, on the GPT train step of
+bench/bench_train.py (examples/gen_transformer.py --gpt, 2 layers, dmodel
+128, 4 heads, seq 64, vocab 96; 1 rank with batch 8 and 8-rank data
+parallel with batch 16):
+
+    par-compile MODEL.mlir --options="optimizer=adamw lr=... " \
+        -o ART --no-reference
+
+(autodiff, the AdamW step, SPMD partitioning, lowering, LLVM's opt -O3 and
+llc: what a user waits for).  With --base-bin-dir a baseline build's
+par-compile (e.g. today's main, built in another worktree) compiles the
+same models in the same run, interleaved in ABBA order, and the script
+reports new / base (best wall-clock time; CPU time of the children too,
+less sensitive to a shared machine's load), target <= 1.5 (issue 16).
+
 The PASS/FAIL verdicts are informational: the exit status is 0 unless
-generation or par-opt fails (then 1, with the tool's stderr).
+generation or a compiler fails (then 1, with the tool's stderr).
 
 Example:
     python3 bench/bench_compile.py
     python3 bench/bench_compile.py --par-opt build/bin/par-opt --flags "--par-spmd"
+    # The GPT train step through par-compile, against a baseline build:
+    python3 bench/bench_compile.py --gpt-step --base-bin-dir ../wt-base/build/bin
     # Harness self-test without par (plain MLIR, no sharding annotations):
     python3 bench/bench_compile.py --par-opt /usr/lib/llvm-22/bin/mlir-opt \\
         --flags "" --no-par
@@ -44,6 +61,13 @@ GEN = REPO / "examples" / "gen_transformer.py"
 # Targets for the two scaling ratios (informational).
 LAYER_RATIO_SLACK = 1.15  # t(L2)/t(L1) <= (L2/L1) * slack; 96/48 -> 2.3
 MESH_RATIO_TARGET = 1.1
+# --gpt-step: par-compile time of the GPT train step, new / base (issue 16).
+GPT_RATIO_TARGET = 1.5
+# bench_train.py's model and optimizer.
+GPT_CFG = {"layers": 2, "dmodel": 128, "heads": 4, "seq": 64, "vocab": 96}
+GPT_SETUPS = [("1 rank", 1, 8), ("8 ranks dp", 8, 16)]   # (label, dp, batch)
+GPT_OPTIONS = ("optimizer=adamw lr=0.001 beta1=0.9 beta2=0.999 eps=1e-08 "
+               "weight-decay=0.01")
 
 
 def parse_mesh(text):
@@ -93,7 +117,20 @@ def parse_args(argv):
                     help="write the generated models to DIR and keep them")
     ap.add_argument("--json", metavar="FILE",
                     help="also write the raw results as JSON to FILE")
+    ap.add_argument("--gpt-step", action="store_true",
+                    help="time par-compile on bench_train.py's GPT train step "
+                         "(1 rank and 8-rank dp) instead of par-opt on "
+                         "transformer stacks")
+    ap.add_argument("--bin-dir", default=str(REPO / "build" / "bin"),
+                    help="--gpt-step: the build whose par-compile is timed "
+                         "(default build/bin)")
+    ap.add_argument("--base-bin-dir", metavar="DIR",
+                    help="--gpt-step: a baseline build's bin directory; its "
+                         "par-compile is timed in the same run (ABBA) and "
+                         "new/base is reported (target <= %.1f)" % GPT_RATIO_TARGET)
     args = ap.parse_args(argv)
+    if args.base_bin_dir and not args.gpt_step:
+        ap.error("--base-bin-dir needs --gpt-step")
     args.layer_list = sorted({int(v) for v in args.layers.split(",") if v})
     args.mesh_list = [parse_mesh(m) for m in args.meshes.split(",") if m]
     if args.reps < 1:
@@ -145,8 +182,131 @@ def verdict(ok):
     return "PASS" if ok else "FAIL"
 
 
+def run_timed(cmd, timeout):
+    """Runs cmd; returns (wall seconds, children's user + sys seconds)."""
+    r0 = os.times()
+    start = time.perf_counter()
+    try:
+        res = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print("error: timed out after %gs: %s" % (timeout, shlex.join(cmd)),
+              file=sys.stderr)
+        sys.exit(1)
+    wall = time.perf_counter() - start
+    r1 = os.times()
+    if res.returncode != 0:
+        print("error: compiler failed (exit %d): %s\n%s"
+              % (res.returncode, shlex.join(cmd), res.stderr), file=sys.stderr)
+        sys.exit(1)
+    cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
+    return wall, cpu
+
+
+def gpt_step_main(args):
+    """par-compile time of bench_train.py's GPT step, optionally against a
+    baseline build (ABBA), with the ratio new / base."""
+    builds = [("new", Path(args.bin_dir))]
+    if args.base_bin_dir:
+        builds.append(("base", Path(args.base_bin_dir)))
+    for _, d in builds:
+        tool = d / "par-compile"
+        if not (tool.is_file() and os.access(tool, os.X_OK)):
+            print("error: par-compile not found or not executable: %s" % tool,
+                  file=sys.stderr)
+            return 1
+    c = GPT_CFG
+    print("compiler : par-compile MODEL.mlir --options=\"%s\" -o ART --no-reference"
+          % GPT_OPTIONS)
+    for name, d in builds:
+        print("  %-5s  : %s" % (name, d / "par-compile"))
+    print("model    : GPT (examples/gen_transformer.py --gpt) layers=%d dmodel=%d "
+          "heads=%d ffn=%d seq=%d vocab=%d, f32"
+          % (c["layers"], c["dmodel"], c["heads"], 4 * c["dmodel"], c["seq"], c["vocab"]))
+    print("reps     : best of %d%s" % (args.reps, ", new and base interleaved (ABBA)"
+                                         if len(builds) > 1 else ""))
+    try:
+        load = os.getloadavg()
+        print("load     : %.2f %.2f %.2f at the start" % load)
+    except OSError:
+        pass
+    print()
+    if args.keep:
+        workdir = Path(args.keep)
+        workdir.mkdir(parents=True, exist_ok=True)
+        tmp = None
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="par-bench-gpt-")
+        workdir = Path(tmp.name)
+    rows = []
+    try:
+        models = {}
+        for label, dp, batch in GPT_SETUPS:
+            path = workdir / ("gpt_dp%d.mlir" % dp)
+            cmd = [sys.executable, str(GEN), "--gpt", "--layers", str(c["layers"]),
+                   "--batch", str(batch), "--seq", str(c["seq"]),
+                   "--dmodel", str(c["dmodel"]), "--heads", str(c["heads"]),
+                   "--vocab", str(c["vocab"]), "--dp", str(dp), "--tp", "1",
+                   "-o", str(path)]
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            if res.returncode != 0:
+                print("error: model generation failed: %s\n%s"
+                      % (shlex.join(cmd), res.stderr), file=sys.stderr)
+                return 1
+            models[dp] = path
+        hdr = "%-12s %5s  %-5s %9s %9s %9s" % ("setup", "batch", "build", "best_s",
+                                                 "median_s", "cpu_s")
+        print(hdr)
+        print("-" * len(hdr))
+        for label, dp, batch in GPT_SETUPS:
+            times = {name: [] for name, _ in builds}
+            cpus = {name: [] for name, _ in builds}
+            for r in range(args.reps):
+                order = builds if r % 2 == 0 else list(reversed(builds))
+                for name, d in order:
+                    art = workdir / ("art_%s_dp%d" % (name, dp))
+                    wall, cpu = run_timed(
+                        [str(d / "par-compile"), str(models[dp]),
+                         "--options=%s" % GPT_OPTIONS, "-o", str(art),
+                         "--no-reference"], args.timeout)
+                    times[name].append(wall)
+                    cpus[name].append(cpu)
+            row = {"label": label, "dp": dp, "batch": batch, "times_s": times,
+                   "cpu_s": cpus}
+            for name, _ in builds:
+                row[name] = {"best_s": min(times[name]),
+                             "median_s": statistics.median(times[name]),
+                             "cpu_s": min(cpus[name])}
+                print("%-12s %5d  %-5s %9.2f %9.2f %9.2f"
+                      % (label, batch, name, row[name]["best_s"],
+                         row[name]["median_s"], row[name]["cpu_s"]), flush=True)
+            rows.append(row)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    if len(builds) > 1:
+        print()
+        for row in rows:
+            ratio = row["new"]["best_s"] / row["base"]["best_s"]
+            cpu_ratio = row["new"]["cpu_s"] / row["base"]["cpu_s"]
+            row["ratio"], row["cpu_ratio"] = ratio, cpu_ratio
+            row["pass"] = ratio <= GPT_RATIO_TARGET
+            print("compile time new/base, GPT step, %-10s: %.2f (cpu %.2f)  "
+                  "(target <= %.1f)  %s"
+                  % (row["label"], ratio, cpu_ratio, GPT_RATIO_TARGET,
+                     verdict(row["pass"])))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"builds": {n: str(d) for n, d in builds},
+                       "options": GPT_OPTIONS, "cfg": GPT_CFG, "rows": rows},
+                      fh, indent=2)
+    return 0
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.gpt_step:
+        return gpt_step_main(args)
     if not (os.path.isfile(args.par_opt) and os.access(args.par_opt, os.X_OK)):
         print("error: compiler not found or not executable: %s\n"
               "(build par first, or pass --par-opt PATH)" % args.par_opt,
