@@ -477,13 +477,16 @@ def alloc_stats(bin_dir, work, names, ranks, steps, threads):
                          proc.stderr[-3000:]))
     lines = [l.strip() for l in (proc.stdout + proc.stderr).splitlines()
              if re.search(r"alloc", l, re.I)]
-    per_step = None
+    per_step = hits = None
     for l in lines:
-        m = ALLOC_NUM_RE.search(l)
+        # par-run: buffer pool (rank 0): X system allocations and Y pool
+        # hits per step over steps 2..N; ...
+        m = re.search(r"([0-9.]+) system allocations and ([0-9.]+) pool hits "
+                      r"per step", l)
         if m:
-            per_step = float((m.group(1) or m.group(2)).replace(",", ""))
+            per_step, hits = float(m.group(1)), float(m.group(2))
             break
-    return {"lines": lines, "per_step": per_step}
+    return {"lines": lines, "per_step": per_step, "hits": hits}
 
 
 def torch2_python(choice):
@@ -848,9 +851,11 @@ def main(argv=None):
         print()
         print("allocations (par-run --alloc-stats, %d steps, untimed):" % (args.warmup + 2))
         for a in allocs:
-            print("  %-12s T=%d  allocation calls per step: %s"
+            print("  %-12s T=%d  system allocations per step: %s "
+                  "(allocations served by the pool: %s)"
                   % (a["label"], a["threads"],
-                     "%g" % a["per_step"] if a["per_step"] is not None else "?"))
+                     "%g" % a["per_step"] if a["per_step"] is not None else "?",
+                     "%g" % a["hits"] if a.get("hits") is not None else "?"))
             for l in a["lines"][:8]:
                 print("      " + l)
     else:
