@@ -301,6 +301,10 @@ void mlir::par::buildLowerCPUPhase(OpPassManager &pm) {
   // OMP_NUM_THREADS: par-run --threads).
   pm.addPass(createParallelizeLoops());
   pm.addPass(createConvertSCFToOpenMPPass());
+  // convert-scf-to-openmp wraps each loop body in a memref.alloca_scope;
+  // without allocas inside, canonicalization inlines it (scf-to-cf would
+  // otherwise give the scope blocks it may not have).
+  pm.addPass(createCanonicalizerPass());
   // tanh (GELU) as exp-based arithmetic: the math conversions below would
   // call libm's tanhf per element; the other math ops keep LLVM intrinsics.
   math::MathExpandOpsPassOptions expand;

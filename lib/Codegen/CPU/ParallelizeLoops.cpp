@@ -71,9 +71,15 @@ struct ParallelizeLoopsPass
       });
       std::optional<llvm::APInt> trips = op.getStaticTripCount();
       int64_t iterations = trips ? trips->getSExtValue() : 0;
+      // A body with stack buffers keeps the alloca scope OpenMP's
+      // conversion wraps it in, which the later lowering of its loops
+      // cannot have: such a loop stays sequential.
+      bool allocas = op.walk([](memref::AllocaOp) {
+                         return WalkResult::interrupt();
+                       }).wasInterrupted();
       bool parallel = threads && trips && iterations > 1 &&
                       work * iterations >= minIterations &&
-                      !insideParallel(op);
+                      !insideParallel(op) && !allocas;
       rewriter.setInsertionPoint(op);
       if (failed(parallel ? scf::forallToParallelLoop(rewriter, op)
                           : scf::forallToForLoop(rewriter, op))) {
