@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -27,6 +28,7 @@ namespace {
 
 constexpr size_t kAlign = 64;           // header size and block alignment
 constexpr uint64_t kMagic = 0x7061726c6f6f70ULL; // "parpool"
+constexpr uint64_t kFreed = 0x70617266726565ULL; // "parfree": cached
 constexpr int kSubClasses = 4;          // per power of two: <= 25% waste
 constexpr int kClasses = 64 * kSubClasses;
 
@@ -106,15 +108,19 @@ struct Pool {
     char *user = static_cast<char *>(ptr);
     Header h;
     memcpy(&h, user - sizeof(Header), sizeof(Header));
+    if (h.magic == kFreed && h.cls < uint64_t(kClasses)) {
+      // A second release of a cached block would put it on the list twice
+      // (and hand one block to two buffers): name it and stop.
+      fprintf(stderr, "par runtime: buffer %p freed twice\n", ptr);
+      abort();
+    }
     if (h.magic != kMagic || h.cls >= uint64_t(kClasses)) {
       ::free(ptr); // not a pool block
       return;
     }
     int cls = int(h.cls);
     size_t classBytes = bytesOfClass(cls);
-    // A double free of the same block would put it on the list twice:
-    // clear the magic so a second release goes to free() and fails there.
-    h.magic = 0;
+    h.magic = kFreed;
     memcpy(user - sizeof(Header), &h, sizeof(Header));
     void *raw = user - kAlign;
     frees.fetch_add(1, std::memory_order_relaxed);
