@@ -39,6 +39,12 @@ config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
 config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
 config.environment["OPENBLAS_NUM_THREADS"] = "1"
+# par-compile's compile cache: one for the suite, in the build tree (not the
+# user's ~/.cache/par/compile). Tests that compile the same model with the
+# same options share artifacts; entries are keyed by par's own binaries, so
+# a rebuilt par never reads an older par's entry, and the cache is safe
+# under lit's parallel tests (lib/Pipelines/CompileCache.h).
+config.environment["PAR_COMPILE_CACHE"] = os.path.join(config.par_obj_root, "test", "compile-cache")
 config.substitutions.append(("%mpirun", "sh " + os.path.join(config.par_src_root, "test", "mpirun.sh")))
 config.substitutions.append(("%par_lib_dir", os.path.join(config.par_obj_root, "lib")))
 llvm_config.add_tool_substitutions(["par-runtime-test", "par-session-test", "llvm-nm"], tool_dirs)

@@ -78,8 +78,11 @@ LogicalResult buildProgram(ModuleOp front, StringRef stem, bool reference,
         buildExportPhase(pm, backend);
         if (cuda)
           buildLowerGPUPipeline(pm, gpu);
-        else
-          buildLowerCPUPipeline(pm, getCPUKernelOptions(options));
+        else {
+          CPUKernelOptions kernels = getCPUKernelOptions(options);
+          kernels.report = kernels.report && !reference;
+          buildLowerCPUPipeline(pm, kernels);
+        }
       }))) {
     error = "lowering '" + stem.str() + "' failed";
     return failure();
@@ -91,6 +94,16 @@ LogicalResult buildProgram(ModuleOp front, StringRef stem, bool reference,
 }
 
 } // namespace
+
+std::vector<std::string> mlir::par::artifactFiles(bool reference) {
+  std::vector<std::string> files = {"sharded.mlir", "sharded.json",
+                                    "sharded.so"};
+  if (reference) {
+    files.push_back("reference.json");
+    files.push_back("reference.so");
+  }
+  return files;
+}
 
 LogicalResult mlir::par::buildArtifact(ModuleOp model,
                                        const CompileOptions &options,

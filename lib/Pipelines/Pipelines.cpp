@@ -233,7 +233,8 @@ void mlir::par::buildExportPhase(OpPassManager &pm,
 }
 
 CPUKernelOptions mlir::par::getCPUKernelOptions(const CompileOptions &options) {
-  return {options.fuseReductions, options.fpReassociate, options.mathApprox};
+  return {options.fuseReductions, options.fpReassociate, options.mathApprox,
+          options.outlineKernels, options.report};
 }
 
 void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
@@ -291,11 +292,20 @@ void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
-void mlir::par::buildLowerCPUPhase(OpPassManager &pm) {
+void mlir::par::buildLowerCPUPhase(OpPassManager &pm,
+                                   const CPUKernelOptions &kernels) {
   // Buffer collectives become runtime kernel calls; matmuls take the BLAS
   // path before the remaining linalg becomes loops.
   pm.addPass(createCollectivesToRuntime());
   pm.addPass(createMatmulToRuntime());
+  // Every remaining kernel a function, identical ones (the layers') once:
+  // LLVM then optimises and generates each distinct kernel once, and the
+  // compile time stops growing with the depth (RationaleCPUKernels.md).
+  if (kernels.outlineKernels) {
+    OutlineKernelsOptions outline;
+    outline.report = kernels.report;
+    pm.addPass(createOutlineKernels(outline));
+  }
   // The remaining linalg ops to loops; the big ones' outer parallel loops
   // and the fused chains' foralls shared by the rank's threads (OpenMP,
   // OMP_NUM_THREADS: par-run --threads).
@@ -435,7 +445,7 @@ bool mlir::par::parseTarget(StringRef target, bool &isCuda,
 void mlir::par::buildLowerCPUPipeline(OpPassManager &pm,
                                       const CPUKernelOptions &kernels) {
   buildBufferizePhase(pm, /*outParams=*/false, &kernels);
-  buildLowerCPUPhase(pm);
+  buildLowerCPUPhase(pm, kernels);
 }
 
 void mlir::par::buildFrontendPipeline(OpPassManager &pm,

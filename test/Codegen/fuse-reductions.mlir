@@ -5,10 +5,12 @@
 // vector fadds with reassoc and horizontal reductions (par-fast-math's
 // reassociation), no libm exp calls (its polynomial exp). With
 // fp-reassociate=false the reductions stay sequential (no vector
-// reduce.fadd: the strict order cannot be vectorised).
+// reduce.fadd: the strict order cannot be vectorised). Kernels stay in
+// their functions here (outline-kernels=false), so each function's checks
+// see its own loops.
 // RUN: par-opt %s --par-fuse-reductions=tile-elements=1024 -canonicalize -cse | FileCheck %s --check-prefix=NEST
-// RUN: par-opt %s --par-lower-cpu | mlir-translate --mlir-to-llvmir | opt -O3 -mtriple=x86_64-unknown-linux-gnu -mcpu=x86-64-v3 -S | FileCheck %s --check-prefix=VEC
-// RUN: par-opt %s --par-lower-cpu=fp-reassociate=false | mlir-translate --mlir-to-llvmir | opt -O3 -mtriple=x86_64-unknown-linux-gnu -mcpu=x86-64-v3 -S | FileCheck %s --check-prefix=STRICT
+// RUN: par-opt %s --par-lower-cpu=outline-kernels=false | mlir-translate --mlir-to-llvmir | opt -O3 -mtriple=x86_64-unknown-linux-gnu -mcpu=x86-64-v3 -S | FileCheck %s --check-prefix=VEC
+// RUN: par-opt %s "--par-lower-cpu=fp-reassociate=false outline-kernels=false" | mlir-translate --mlir-to-llvmir | opt -O3 -mtriple=x86_64-unknown-linux-gnu -mcpu=x86-64-v3 -S | FileCheck %s --check-prefix=STRICT
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>

@@ -1,7 +1,8 @@
 //===- par-compile.cpp - A model in, a runnable artifact out --------------===//
 //
 // par-compile MODEL.mlir -o OUT [--options="KEY=VALUE ..."] [--no-reference]
-//             [--keep-temps]
+//             [--keep-temps] [-j N] [--cache DIR | --no-cache]
+// par-compile --cache-clean [--cache DIR]
 //
 // Parses the model, runs par's pipeline (lib/Pipelines: the same phases
 // `par-opt --par-compile-pipeline` runs) and builds the artifact directory
@@ -9,11 +10,16 @@
 // shared object plus a manifest. --options takes the pipeline's options
 // (`par-compile --help-options` lists them), e.g.
 //   --options="optimizer=adamw lr=0.003 micro-batches=4 stages=2 schedule=1f1b"
+// LLVM optimises and generates the kernels on -j threads; the artifact is
+// kept in a compile cache (lib/Pipelines/CompileCache.h) and copied from it
+// when the same model is compiled again with the same options by the same
+// par.
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/InitAll.h"
 #include "par/Pipelines/Artifact.h"
+#include "par/Pipelines/CompileCache.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -27,14 +33,15 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/Config/llvm-config.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("MODEL.mlir"),
-                                      cl::Required);
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("MODEL.mlir"));
 static cl::opt<std::string> outputDir("o", cl::desc("Artifact directory"),
-                                      cl::value_desc("OUT"), cl::Required);
+                                      cl::value_desc("OUT"));
 static cl::opt<std::string>
     pipelineOptions("options", cl::desc("The pipeline's options (KEY=VALUE "
                                         "...; see --help-options)"),
@@ -60,6 +67,36 @@ static cl::opt<bool> keepTemps("keep-temps",
                                cl::desc("Keep the LLVM dialect, LLVM IR and "
                                         "object files"));
 
+static cl::opt<unsigned>
+    jobs("j",
+         cl::desc("Threads that optimise and generate code (default: the "
+                  "cores available); the artifact is the same at any count"),
+         cl::value_desc("N"), cl::init(0));
+static cl::opt<std::string>
+    cacheDir("cache",
+             cl::desc("Compile cache directory (default: $PAR_COMPILE_CACHE, "
+                      "else ~/.cache/par/compile)"),
+             cl::value_desc("DIR"), cl::init(""));
+static cl::opt<bool> noCache("no-cache",
+                             cl::desc("Neither read nor write the compile "
+                                      "cache"));
+static cl::opt<bool> cacheClean("cache-clean",
+                                cl::desc("Empty the compile cache and exit"));
+static cl::opt<std::string>
+    cacheLimit("cache-limit",
+               cl::desc("Bound on the compile cache's size, least recently "
+                        "used entries go first (default 10GiB)"),
+               cl::value_desc("SIZE"), cl::init("10GiB"));
+static cl::opt<unsigned>
+    llvmOptLevel("llvm-opt-level",
+                 cl::desc("LLVM optimisation level, 0-3 (measurement)"),
+                 cl::init(mlir::par::SharedObjectOptions{}.optLevel),
+                 cl::Hidden);
+static cl::opt<bool>
+    llvmUnroll("llvm-unroll", cl::desc("LLVM loop unrolling (measurement)"),
+               cl::init(mlir::par::SharedObjectOptions{}.unrollLoops),
+               cl::Hidden);
+
 static int fail(const std::string &message) {
   llvm::errs() << "par-compile: error: " << message << "\n";
   return 1;
@@ -75,6 +112,26 @@ int main(int argc, char **argv) {
     }
   cl::ParseCommandLineOptions(argc, argv, "par-compile: a model in, a "
                                           "runnable artifact out\n");
+  uint64_t limit;
+  if (!mlir::par::parseByteSize(cacheLimit, limit))
+    return fail("bad --cache-limit '" + cacheLimit + "' (expected bytes, "
+                "or a size such as 512MiB or 10GiB)");
+  std::string cachePath = cacheDir.empty()
+                              ? mlir::par::CompileCache::defaultDir()
+                              : cacheDir.getValue();
+  mlir::par::CompileCache cache(cachePath, limit);
+  if (cacheClean) {
+    std::string error;
+    if (failed(cache.clean(error)))
+      return fail(error);
+    llvm::outs() << "par-compile: emptied the compile cache " << cachePath
+                 << "\n";
+    return 0;
+  }
+  if (inputFile.empty())
+    return fail("no model (par-compile MODEL.mlir -o OUT)");
+  if (outputDir.empty())
+    return fail("no artifact directory (-o OUT)");
   std::unique_ptr<mlir::par::CompileOptions> options =
       mlir::par::CompileOptions::createFromString(pipelineOptions);
   if (!options)
@@ -106,6 +163,7 @@ int main(int argc, char **argv) {
       openInputFile(inputFile, &error);
   if (!input)
     return fail("cannot open model '" + inputFile + "'");
+  std::string modelText = input->getBuffer().str();
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
@@ -117,6 +175,9 @@ int main(int argc, char **argv) {
   artifact.outputDir = outputDir;
   artifact.reference = !noReference;
   artifact.link.keepTemps = keepTemps;
+  artifact.link.threads = jobs;
+  artifact.link.optLevel = std::min(3u, llvmOptLevel.getValue());
+  artifact.link.unrollLoops = llvmUnroll;
   // The runtime sits in lib/ next to this tool's bin/ (build tree layout).
   std::string self = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&fail));
@@ -146,8 +207,55 @@ int main(int argc, char **argv) {
     }
     artifact.cudaToolkit = cudaToolkit;
   }
+
+  // The cache: off when asked, and for compiles whose output is more than
+  // the artifact (reports printed, temporaries kept), which it cannot
+  // replay.
+  bool cached = !noCache && !cachePath.empty() && !keepTemps &&
+                !options->report && !options->commReport;
+  std::string key;
+  if (cached) {
+    std::string optionText;
+    llvm::raw_string_ostream os(optionText);
+    options->print(os);
+    std::string host = llvm::sys::getHostCPUName().str();
+    for (const auto &f : llvm::sys::getHostCPUFeatures())
+      host += (f.second ? "+" : "-") + f.first().str() + ",";
+    // par itself: this executable (every pass is linked into it), the
+    // runtime the artifact links, and the LLVM it was built with.
+    std::vector<std::string> parts = {
+        "par-compile-cache-1", modelText, optionText, host,
+        LLVM_VERSION_STRING, mlir::par::CompileCache::hashFile(self),
+        mlir::par::CompileCache::hashFile(runtime), libDir.str().str(),
+        noReference ? "no-reference" : "reference",
+        std::to_string(artifact.link.optLevel) +
+            (artifact.link.unrollLoops ? "unroll" : "no-unroll")};
+    if (cuda) {
+      llvm::SmallString<256> gpuLib(libDir);
+      llvm::sys::path::append(gpuLib, "libpar_runtime_gpu.so");
+      parts.push_back(mlir::par::CompileCache::hashFile(gpuLib));
+      parts.push_back(artifact.cudaToolkit);
+    }
+    key = mlir::par::CompileCache::key(parts);
+    std::string warning;
+    if (cache.fetch(key, outputDir, warning)) {
+      llvm::outs() << "par-compile: wrote " << outputDir
+                   << " (from the compile cache)\n";
+      return 0;
+    }
+    if (!warning.empty())
+      llvm::errs() << "par-compile: warning: " << warning << "\n";
+  }
   if (failed(mlir::par::buildArtifact(*model, *options, artifact, error)))
     return fail(error);
+  if (cached) {
+    std::string warning;
+    cache.store(key, outputDir, mlir::par::artifactFiles(!noReference),
+                warning);
+    if (!warning.empty())
+      llvm::errs() << "par-compile: warning: " << warning
+                   << " (the artifact is not cached)\n";
+  }
   llvm::outs() << "par-compile: wrote " << outputDir << "\n";
   return 0;
 }

@@ -36,6 +36,9 @@ struct ArtifactOptions {
   std::string cudaToolkit = "/usr/local/cuda";
 };
 
+/// The files buildArtifact writes into the output directory.
+std::vector<std::string> artifactFiles(bool reference);
+
 /// Builds the artifact of `model` (modified in place by the front half).
 /// Diagnostics go to the context's handler; `error` says which step failed.
 LogicalResult buildArtifact(ModuleOp model, const CompileOptions &options,

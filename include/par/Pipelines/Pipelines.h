@@ -281,6 +281,12 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
       llvm::cl::desc("CPU: f32 exp/log/tanh as vectorisable polynomial "
                      "approximations (par-fast-math approximate; off: libm)"),
       llvm::cl::init(true)};
+  Option<bool> outlineKernels{
+      *this, "outline-kernels",
+      llvm::cl::desc("CPU: every kernel a function, identical ones once "
+                     "(par-outline-kernels; off: one flat function per "
+                     "entry, compiled per copy)"),
+      llvm::cl::init(true)};
   // Reports and outputs.
   Option<bool> report{*this, "report",
                       llvm::cl::desc("Print the stage split, the "
@@ -327,6 +333,8 @@ struct CPUKernelOptions {
   bool fuseReductions = true;
   bool fpReassociate = true;
   bool mathApprox = true;
+  bool outlineKernels = true;
+  bool report = false; // par-outline-kernels' kernel counts
 };
 CPUKernelOptions getCPUKernelOptions(const CompileOptions &options);
 
@@ -342,8 +350,14 @@ struct LowerCPUPipelineOptions
   PassOptions::Option<bool> mathApprox{
       *this, "math-approx", llvm::cl::desc("par-fast-math approximate"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> outlineKernels{
+      *this, "outline-kernels", llvm::cl::desc("par-outline-kernels"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> report{
+      *this, "report", llvm::cl::desc("par-outline-kernels report"),
+      llvm::cl::init(false)};
   CPUKernelOptions get() const {
-    return {fuseReductions, fpReassociate, mathApprox};
+    return {fuseReductions, fpReassociate, mathApprox, outlineKernels, report};
   }
 };
 
@@ -406,7 +420,9 @@ void buildExportPhase(OpPassManager &pm, const BackendOptions &options);
 /// reductions, fast math) after elementwise fusion.
 void buildBufferizePhase(OpPassManager &pm, bool outParams = false,
                          const CPUKernelOptions *kernels = nullptr);
-void buildLowerCPUPhase(OpPassManager &pm);
+/// `kernels`: whether kernels are outlined (and reported).
+void buildLowerCPUPhase(OpPassManager &pm,
+                        const CPUKernelOptions &kernels = {});
 /// Buffers to kernels (par-gpu-map-linalg), device memory, collectives and
 /// matmuls as runtime calls (NCCL, cuBLAS), then host and device code to
 /// the LLVM dialect with the kernels serialized into the module.

@@ -3,7 +3,9 @@
 // One C signature for every entry point: `void par_packed_<name>(void **argv)`
 // forwards argv[i] to `_mlir_ciface_<name>` (result pointer first when the
 // function returns something, then one memref descriptor pointer per
-// argument). Built directly in the LLVM dialect after lowering.
+// argument). Built directly in the LLVM dialect after lowering, which it
+// finishes: kernel functions (par.kernel) become internal and no_inline,
+// par's meshes go.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +61,26 @@ struct EmitPackedEntryPass
       LLVM::CallOp::create(b, loc, ciface, args);
       LLVM::ReturnOp::create(b, loc, ValueRange());
     }
+    // par-outline-kernels' functions stay out of line (identical kernels
+    // are one function, compiled once) and local to the module. The
+    // functions that call them (the entry points: allocations, descriptors
+    // and calls, as long as the model is deep) are not optimised: that
+    // would cost compile time linear in the depth for no measurable gain
+    // (docs/RationaleCPUKernels.md, "Compile time").
+    bool outlined = false;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+      if (fn->removeAttr(ParDialect::kKernelAttrName)) {
+        fn.setNoInline(true);
+        fn.setLinkage(LLVM::Linkage::Internal);
+        fn->removeAttr("sym_visibility");
+        outlined = true;
+      }
+    if (outlined)
+      for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+        if (!fn.isExternal() && !fn.getNoInline()) {
+          fn.setNoInline(true);
+          fn.setOptimizeNone(true);
+        }
     // Collectives are runtime calls by now: meshes have no users left, and
     // the module must be pure LLVM dialect for translation.
     for (MeshOp mesh : llvm::make_early_inc_range(module.getOps<MeshOp>()))

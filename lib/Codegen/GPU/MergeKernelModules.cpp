@@ -1,10 +1,12 @@
 //===- MergeKernelModules.cpp - par-gpu-merge-kernel-modules --------------===//
 //
-// One gpu.module for all kernels (see Passes.td).
+// One gpu.module for all kernels, each distinct kernel once (see
+// Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/Codegen/GPU/Passes.h"
+#include "par/Codegen/KernelKey.h"
 
 #include "mlir/IR/SymbolTable.h"
 
@@ -37,6 +39,9 @@ struct MergeKernelModulesPass
     Block &body = merged.getBodyRegion().front();
     // module name -> its kernels' new symbol
     llvm::StringMap<llvm::StringMap<StringAttr>> renamed;
+    // A kernel's structural key -> the merged module's copy of it: the
+    // layers' identical kernels are compiled (and held in the fatbin) once.
+    llvm::StringMap<StringAttr> distinct;
     for (gpu::GPUModuleOp kernel : kernels) {
       StringRef from = kernel.getName();
       for (Operation &op :
@@ -54,7 +59,12 @@ struct MergeKernelModulesPass
         if (renamed[from].size())
           name += "_" + fn.getName().str();
         StringAttr newName = StringAttr::get(&getContext(), name);
-        renamed[from][fn.getName()] = newName;
+        auto [it, fresh] = distinct.try_emplace(kernelKey(fn), newName);
+        renamed[from][fn.getName()] = it->second;
+        if (!fresh) {
+          fn.erase();
+          continue;
+        }
         fn->moveBefore(&body, body.end());
         fn.setName(newName);
       }

@@ -3,7 +3,8 @@
 // See SharedObject.h. This replaces the mlir-translate | opt -O3 | llc -O3
 // -mcpu=native | c++ -shared chain the first par-compile ran as separate
 // processes: the same steps, in process, with the host's TargetMachine also
-// driving the optimiser's cost model.
+// driving the optimiser's cost model, on several threads (one LLVMContext
+// per part, as LLVM's parallel code generation does).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,8 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -26,11 +29,14 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
 
 #include <cstdlib>
 #include <memory>
@@ -40,29 +46,43 @@ using namespace mlir::par;
 
 namespace {
 
-/// The host's TargetMachine: its triple, CPU and features (-mcpu=native),
-/// position-independent code for a shared object, -O3 code generation.
-std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
+/// The host's target: its triple, CPU and features (-mcpu=native), read
+/// once on the calling thread; each worker builds its own TargetMachine.
+struct HostTarget {
+  const llvm::Target *target = nullptr;
+  llvm::Triple triple;
+  std::string cpu;
+  std::string features;
+};
+
+LogicalResult lookupHost(HostTarget &host, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return nullptr;
-  std::string features;
+  host.triple = llvm::Triple(llvm::sys::getProcessTriple());
+  host.target = llvm::TargetRegistry::lookupTarget(host.triple, error);
+  if (!host.target)
+    return failure();
+  host.cpu = llvm::sys::getHostCPUName().str();
   for (const auto &f : llvm::sys::getHostCPUFeatures())
-    features += (f.second ? "+" : "-") + f.first().str() + ",";
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features, llvm::TargetOptions(),
-      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  if (!tm)
-    error = "cannot create a target machine for " + triple.str();
-  return tm;
+    host.features += (f.second ? "+" : "-") + f.first().str() + ",";
+  return success();
 }
 
-/// The O3 module pipeline (what `opt -O3` runs), vectorisers on.
-void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
+/// Position-independent code for a shared object, -O3 code generation.
+std::unique_ptr<llvm::TargetMachine> createTargetMachine(const HostTarget &host,
+                                                         unsigned optLevel) {
+  return std::unique_ptr<llvm::TargetMachine>(host.target->createTargetMachine(
+      host.triple, host.cpu, host.features, llvm::TargetOptions(),
+      llvm::Reloc::PIC_, std::nullopt,
+      optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+      : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+      : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                      : llvm::CodeGenOptLevel::None));
+}
+
+/// The module pipeline of `opt -O<level>`, vectorisers on.
+void optimize(llvm::Module &module, llvm::TargetMachine &tm,
+              const SharedObjectOptions &options) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -70,14 +90,18 @@ void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = true;
   tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = options.unrollLoops;
   llvm::PassBuilder pb(&tm, tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm =
-      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  llvm::OptimizationLevel level = options.optLevel >= 3 ? llvm::OptimizationLevel::O3
+                                  : options.optLevel == 2 ? llvm::OptimizationLevel::O2
+                                  : options.optLevel == 1 ? llvm::OptimizationLevel::O1
+                                                          : llvm::OptimizationLevel::O0;
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
   mpm.run(module, mam);
 }
 
@@ -100,7 +124,42 @@ LogicalResult emitObject(llvm::Module &module, llvm::TargetMachine &tm,
   return success();
 }
 
-LogicalResult link(StringRef object, StringRef path,
+/// One part, on a worker thread: its own context, read from bitcode,
+/// optimised, verified, emitted to `object`.
+LogicalResult compilePart(StringRef bitcode, const HostTarget &host,
+                          const SharedObjectOptions &options,
+                          StringRef object, StringRef ll,
+                          std::string &error) {
+  llvm::LLVMContext context;
+  llvm::Expected<std::unique_ptr<llvm::Module>> part = llvm::parseBitcodeFile(
+      llvm::MemoryBufferRef(bitcode, "part"), context);
+  if (!part) {
+    error = "cannot read a part back: " + llvm::toString(part.takeError());
+    return failure();
+  }
+  std::unique_ptr<llvm::TargetMachine> tm =
+      createTargetMachine(host, options.optLevel);
+  if (!tm) {
+    error = "cannot create a target machine for " + host.triple.str();
+    return failure();
+  }
+  optimize(**part, *tm, options);
+  std::string verifier;
+  llvm::raw_string_ostream vos(verifier);
+  if (llvm::verifyModule(**part, &vos)) {
+    error = "the optimised LLVM IR does not verify: " + verifier;
+    return failure();
+  }
+  if (!ll.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(ll, ec, llvm::sys::fs::OF_Text);
+    if (!ec)
+      (*part)->print(os, nullptr);
+  }
+  return emitObject(**part, *tm, object, error);
+}
+
+LogicalResult link(ArrayRef<std::string> objects, StringRef path,
                    const SharedObjectOptions &options, std::string &error) {
   const char *cxxEnv = getenv("CXX");
   std::string cxxName = cxxEnv && *cxxEnv ? cxxEnv : "c++";
@@ -113,7 +172,8 @@ LogicalResult link(StringRef object, StringRef path,
   // not to a same-named symbol loaded earlier (a function `step` would
   // otherwise call glibc's step()).
   std::vector<std::string> args = {*cxx, "-shared", "-Wl,-Bsymbolic", "-o",
-                                   path.str(), object.str()};
+                                   path.str()};
+  args.insert(args.end(), objects.begin(), objects.end());
   auto addLib = [&](const std::string &dir, const std::string &name) {
     args.push_back("-L" + dir);
     args.push_back("-l" + name);
@@ -162,9 +222,15 @@ void mlir::par::registerSharedObjectTranslations(DialectRegistry &registry) {
 LogicalResult mlir::par::buildSharedObject(ModuleOp module, StringRef path,
                                            const SharedObjectOptions &options,
                                            std::string &error) {
-  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(error);
-  if (!tm)
+  HostTarget host;
+  if (failed(lookupHost(host, error)))
     return failure();
+  std::unique_ptr<llvm::TargetMachine> tm =
+      createTargetMachine(host, options.optLevel);
+  if (!tm) {
+    error = "cannot create a target machine for " + host.triple.str();
+    return failure();
+  }
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context);
@@ -181,25 +247,60 @@ LogicalResult mlir::par::buildSharedObject(ModuleOp module, StringRef path,
       f->addRetAttr(llvm::Attribute::NoAlias);
   llvmModule->setTargetTriple(tm->getTargetTriple());
   llvmModule->setDataLayout(tm->createDataLayout());
-  optimize(*llvmModule, *tm);
-  if (llvm::verifyModule(*llvmModule, &llvm::errs())) {
-    error = "the optimised LLVM IR does not verify";
-    return failure();
-  }
+
+  // Parts by function (kernels are out of line: par-outline-kernels), as
+  // many as there are functions up to kMaxCodegenParts: a fixed split, so
+  // the objects are the same whatever the thread count.
+  unsigned functions = 0;
+  for (const llvm::Function &f : *llvmModule)
+    functions += !f.isDeclaration();
+  unsigned parts = std::max(1u, std::min(kMaxCodegenParts, functions));
+  std::vector<llvm::SmallString<0>> bitcode;
+  auto write = [&](const llvm::Module &m) {
+    llvm::SmallString<0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::WriteBitcodeToFile(m, os);
+    bitcode.push_back(std::move(buffer));
+  };
+  if (parts == 1)
+    write(*llvmModule);
+  else
+    llvm::SplitModule(*llvmModule, parts,
+                      [&](std::unique_ptr<llvm::Module> part) {
+                        write(*part);
+                      });
+  llvmModule.reset();
+
   std::string stem = path.str();
   if (StringRef(stem).ends_with(".so"))
     stem.resize(stem.size() - 3);
-  if (options.keepTemps) {
-    std::error_code ec;
-    llvm::raw_fd_ostream ll(stem + ".ll", ec, llvm::sys::fs::OF_Text);
-    if (!ec)
-      llvmModule->print(ll, nullptr);
+  std::vector<std::string> objects, errors(bitcode.size());
+  std::vector<char> partFailed(bitcode.size(), 0);
+  for (size_t k = 0; k < bitcode.size(); ++k)
+    objects.push_back(stem + "." + std::to_string(k) + ".o");
+  {
+    llvm::DefaultThreadPool pool(
+        llvm::heavyweight_hardware_concurrency(options.threads));
+    for (size_t k = 0; k < bitcode.size(); ++k)
+      pool.async([&, k] {
+        std::string ll = options.keepTemps
+                             ? stem + "." + std::to_string(k) + ".ll"
+                             : std::string();
+        partFailed[k] = mlir::failed(compilePart(bitcode[k], host, options,
+                                             objects[k], ll, errors[k]));
+      });
+    pool.wait();
   }
-  std::string object = stem + ".o";
-  if (failed(emitObject(*llvmModule, *tm, object, error)) ||
-      failed(link(object, path, options, error)))
-    return failure();
+  LogicalResult result = success();
+  for (size_t k = 0; k < bitcode.size() && succeeded(result); ++k)
+    if (partFailed[k]) {
+      error = errors[k];
+      result = failure();
+    }
+  if (succeeded(result))
+    result = link(objects, path, options, error);
   if (!options.keepTemps)
-    llvm::sys::fs::remove(object);
-  return success();
+    for (const std::string &object : objects)
+      llvm::sys::fs::remove(object);
+  return result;
 }

@@ -114,6 +114,30 @@ def ParallelizeLoops : Pass<"par-parallelize-loops", "ModuleOp"> {
                            "::mlir::affine::AffineDialect"];
 }
 
+def OutlineKernels : Pass<"par-outline-kernels", "ModuleOp"> {
+  let summary = "Outlines each kernel into a function, identical ones once";
+  let description = [{
+    After bufferization and the BLAS/runtime rewrites: every remaining
+    kernel (a `linalg` op on buffers, or a fused chain's `scf.forall`) that
+    is not nested in another becomes a call to a private function holding
+    it. Kernel functions are keyed by their printed form (ops, attributes,
+    shapes and element types, the name left out): identical kernels (the L
+    layers' forward, backward and same-shaped parameter updates) are one
+    function, so LLVM optimises and generates each distinct kernel once
+    and the step functions become sequences of calls. Constants the kernel
+    reads are cloned into it (trip counts stay static); other values it
+    reads are arguments. Kernel functions carry `par.kernel` and
+    `no_inline` (par-emit-packed-entry keeps the latter through the LLVM
+    dialect, so LLVM leaves them out of line). `report=true`
+    prints the kernels: total, distinct, and the biggest.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print the kernel counts">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def MarkEntryPoints : Pass<"par-mark-entry-points", "ModuleOp"> {
   let summary = "Asks for C interfaces on the public functions";
   let description = [{
@@ -134,7 +158,8 @@ def EmitPackedEntry : Pass<"par-emit-packed-entry", "ModuleOp"> {
     pointers in argv (results first, then arguments, each a memref
     descriptor). A driver can then call any entry point through one C
     signature, whatever its arity. Also removes the (by now unused)
-    `par.mesh` ops, leaving a module that translates to LLVM IR.
+    `par.mesh` ops, leaving a module that translates to LLVM IR, and makes
+    par-outline-kernels' functions (`par.kernel`) internal and `no_inline`.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

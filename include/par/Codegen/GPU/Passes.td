@@ -64,14 +64,17 @@ def DeviceMemory : Pass<"par-gpu-device-memory", "ModuleOp"> {
 }
 
 def MergeKernelModules : Pass<"par-gpu-merge-kernel-modules", "ModuleOp"> {
-  let summary = "Puts every outlined kernel into one gpu.module";
+  let summary = "Puts every distinct outlined kernel into one gpu.module";
   let description = [{
     After `gpu-kernel-outlining` (one `gpu.module` per kernel): the kernels
     move into one module, `par_kernels`, each renamed after the module it
     came from (unique), and every `gpu.launch_func` is redirected. One
     module is one serialization (one ptxas and fatbinary run at compile
     time) and one module load per device at run time, instead of one per
-    kernel.
+    kernel. Identical kernels (the same printed form with the name left
+    out, par/Codegen/KernelKey.h: the L layers' copies) are kept once and
+    their launches share it, so the fatbin's kernel count is flat in the
+    depth.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -1,10 +1,11 @@
 //===- SharedObject.h - LLVM dialect to a loadable shared object -*- C++ -*-===//
 //
 // The last steps of the CPU target, in process: translate a module in the
-// LLVM dialect to LLVM IR, optimise it (the O3 pipeline, vectorisers on,
-// for the host CPU), emit an object file with the host's TargetMachine,
-// and link it into a shared object against the par runtime with the system
-// C++ driver ($CXX or c++).
+// LLVM dialect to LLVM IR, split it into parts by function (LLVM's
+// SplitModule), optimise each part (the O3 pipeline, vectorisers on, for
+// the host CPU) and emit its object file with the host's TargetMachine on
+// a pool of threads, and link the objects into a shared object against the
+// par runtime with the system C++ driver ($CXX or c++).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,10 +30,23 @@ struct SharedObjectOptions {
   /// Libraries to link without an rpath (libcuda's stub: the real driver
   /// is the system's), as -L/-l pairs: {dir, name}.
   std::vector<std::pair<std::string, std::string>> linkOnlyLibs;
-  /// Keep the intermediate files (`<stem>.ll`, `<stem>.o`) next to the
-  /// shared object.
+  /// Keep the intermediate files (each part's optimised `<stem>.<k>.ll`
+  /// and `<stem>.<k>.o`) next to the shared object.
   bool keepTemps = false;
+  /// Threads that optimise and generate the parts (0: the cores
+  /// available). The parts do not depend on it: the shared object's code is
+  /// the same at every thread count.
+  unsigned threads = 0;
+  /// The LLVM pipeline (docs/RationaleCPUKernels.md, "Compile time"): the
+  /// optimisation level (0-3) and whether loops are unrolled.
+  unsigned optLevel = 3;
+  bool unrollLoops = true;
 };
+
+/// Parts the LLVM module is split into for parallel optimisation and code
+/// generation: at most this many, fixed so that the output does not depend
+/// on the thread count.
+constexpr unsigned kMaxCodegenParts = 16;
 
 /// Translates, optimises, emits and links `module` (LLVM dialect) into
 /// `path` (a .so). On failure returns failure with a message in `error`.

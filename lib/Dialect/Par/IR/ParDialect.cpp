@@ -507,6 +507,11 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                            "(floats)} on a function");
     return success();
   }
+  if (attr.getName() == kKernelAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitError("'par.kernel' is a unit attribute on a function");
+    return success();
+  }
   if (attr.getName() == kPrecisionAttrName) {
     auto p = dyn_cast<StringAttr>(attr.getValue());
     if (!p || (p.getValue() != "f32" && p.getValue() != "compute"))

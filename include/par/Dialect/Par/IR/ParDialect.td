@@ -60,6 +60,9 @@ def Par_Dialect : Dialect {
     /// TypeAttr, f16 or bf16).
     static constexpr ::llvm::StringLiteral kMixedPrecisionAttrName =
         "par.mixed_precision";
+    /// On a function par-outline-kernels made: it holds one kernel (a unit
+    /// attribute).
+    static constexpr ::llvm::StringLiteral kKernelAttrName = "par.kernel";
     /// On an op, for par-mixed-precision: "f32" keeps it in f32, "compute"
     /// runs it in the compute type, whatever its kind.
     static constexpr ::llvm::StringLiteral kPrecisionAttrName =
