@@ -287,8 +287,22 @@ void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
   // to their buffers: on buffers (where accesses and aliases are explicit)
   // and before deallocation, whose frees then follow the waits.
   pm.addPass(createAsyncCollectives());
-  // Every temporary is freed; returned buffers belong to the caller.
-  bufferization::buildBufferDeallocationPipeline(pm);
+  // Every temporary is freed; returned buffers belong to the caller. This
+  // is upstream's buffer deallocation pipeline with par-split-deallocs
+  // before the simplification, whose pairwise alias proofs would otherwise
+  // grow with the square of the depth (one dealloc of every buffer at the
+  // end of the step, retaining every returned one).
+  memref::ExpandReallocPassOptions realloc;
+  realloc.emitDeallocs = false;
+  pm.addPass(memref::createExpandReallocPass(realloc));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createSplitDeallocs());
+  pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 

@@ -1,7 +1,7 @@
 // RUN: par-opt %s --par-autodiff "--par-optimizer=optimizer=adamw schedule=cosine warmup-steps=2 total-steps=10" | FileCheck %s
 // RUN: par-opt %s --par-autodiff "--par-optimizer=optimizer=momentum schedule=cosine warmup-steps=2 total-steps=10" | FileCheck %s --check-prefix=MOM
 // RUN: par-opt %s --par-autodiff "--par-optimizer=optimizer=sgd" | FileCheck %s --check-prefix=SGD
-// RUN: par-opt %s --par-autodiff "--par-optimizer=optimizer=adamw schedule=cosine warmup-steps=2 total-steps=10" --par-spmd --par-lower-cpu | FileCheck %s --check-prefix=LOWER
+// RUN: par-opt %s --par-autodiff "--par-optimizer=optimizer=adamw schedule=cosine warmup-steps=2 total-steps=10" --par-spmd --par-lower-cpu=outline-kernels=false | FileCheck %s --check-prefix=LOWER
 
 // Tests that par-optimizer's step computes what is the same for every
 // element once per step: AdamW's bias corrections 1 - beta1^t and
@@ -54,7 +54,8 @@
 
 // Tests that after lowering the powf and cos of the step are computed once,
 // in the step's entry block (before any loop), and that the two update loop
-// nests (one per parameter, each with its sqrt) call neither.
+// nests (one per parameter, each with its sqrt) call neither (kernels kept
+// in the step, outline-kernels=false, so the order is visible).
 // LOWER-LABEL: llvm.func @loss_step(
 // LOWER:         llvm.call @loss_grad
 // LOWER-NOT:     ^bb

@@ -179,39 +179,36 @@ struct FuseReductionsPass
     : public mlir::par::impl::FuseReductionsBase<FuseReductionsPass> {
   using FuseReductionsBase::FuseReductionsBase;
 
-  /// The last root candidate of `func` not seen yet: a fusable generic
-  /// whose chain (itself and the producers it may fuse) holds a reduction.
-  std::optional<Group> nextGroup(func::FuncOp func,
-                                 llvm::DenseSet<Operation *> &seen) {
-    SmallVector<linalg::GenericOp> ops;
-    func.walk([&](linalg::GenericOp op) {
-      if (isFusable(op))
-        ops.push_back(op);
-    });
-    for (linalg::GenericOp op : llvm::reverse(ops)) {
-      if (!seen.insert(op).second)
-        continue;
-      Group g;
-      g.root = op;
-      llvm::SmallDenseSet<unsigned> tiled;
-      g.tileSizes = rootTiling(op, tileElements, tiled);
-      if (g.tileSizes.empty())
-        continue;
-      collect(g, tiled);
-      if (g.tiled.empty())
-        continue;
-      bool reduction = hasReduction(op);
-      for (auto &entry : g.tiled)
-        reduction |= hasReduction(cast<linalg::GenericOp>(entry.first));
-      if (!reduction)
-        continue; // plain elementwise chains are par-fuse-elementwise's
-      return g;
-    }
-    return std::nullopt;
+  /// The group rooted at `op` (a fusable generic) if its chain (itself
+  /// and the producers it may fuse) holds a reduction.
+  std::optional<Group> groupAt(linalg::GenericOp op) {
+    Group g;
+    g.root = op;
+    llvm::SmallDenseSet<unsigned> tiled;
+    g.tileSizes = rootTiling(op, tileElements, tiled);
+    if (g.tileSizes.empty())
+      return std::nullopt;
+    collect(g, tiled);
+    if (g.tiled.empty())
+      return std::nullopt;
+    bool reduction = hasReduction(op);
+    for (auto &entry : g.tiled)
+      reduction |= hasReduction(cast<linalg::GenericOp>(entry.first));
+    if (!reduction)
+      return std::nullopt; // plain elementwise chains are par-fuse-elementwise's
+    return g;
   }
 
+  /// Records the ops a fusion erases, so the candidates collected before
+  /// it are not touched after.
+  struct ErasedListener : public RewriterBase::Listener {
+    llvm::DenseSet<Operation *> erased;
+    void notifyOperationErased(Operation *op) override { erased.insert(op); }
+  };
+  ErasedListener listener;
+
   LogicalResult fuse(Group &g) {
-    IRRewriter rewriter(&getContext());
+    IRRewriter rewriter(&getContext(), &listener);
     rewriter.setInsertionPoint(g.root);
     // A producer with users outside the chain is computed in the loop
     // once and also returned whole (no recomputation, no second pass).
@@ -296,9 +293,20 @@ struct FuseReductionsPass
 
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
-      llvm::DenseSet<Operation *> seen;
-      while (std::optional<Group> g = nextGroup(func, seen)) {
-        if (failed(fuse(*g)))
+      // The candidates once, last first (fusion makes no new ones: the
+      // generics it makes are inside its loops); each a root unless a
+      // fusion before it erased it.
+      SmallVector<linalg::GenericOp> ops;
+      func.walk([&](linalg::GenericOp op) {
+        if (isFusable(op))
+          ops.push_back(op);
+      });
+      listener.erased.clear();
+      for (linalg::GenericOp op : llvm::reverse(ops)) {
+        if (listener.erased.contains(op.getOperation()))
+          continue;
+        std::optional<Group> g = groupAt(op);
+        if (g && failed(fuse(*g)))
           return signalPassFailure();
       }
     }
