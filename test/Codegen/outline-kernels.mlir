@@ -39,10 +39,14 @@
 // IR:       func.func private @[[ROWS]]
 // IR:         scf.forall (%{{.*}}) in (4)
 
-// The kernels stay out of line through the LLVM dialect; without
-// outlining the step holds the loops itself.
-// LLVM-LABEL: llvm.func @layers
+// The kernels stay out of line through the LLVM dialect; the entry points
+// (sequences of calls) are inlined into their C interfaces, which are not
+// optimised; without outlining the step holds the loops itself.
+// LLVM-LABEL: llvm.func internal @layers
+// LLVM-SAME:    always_inline
 // LLVM:         llvm.call @par_kernel_0_generic
+// LLVM-LABEL: llvm.func @_mlir_ciface_layers
+// LLVM-SAME:    no_inline, optimize_none
 // LLVM-LABEL: llvm.func internal @par_kernel_0_generic
 // LLVM-SAME:    no_inline
 // FLAT-NOT:   par_kernel

@@ -18,7 +18,7 @@
 // SEQ-LABEL: func.func @big
 // SEQ-NOT:     scf.parallel
 // SEQ:         return
-// OMP-LABEL: llvm.func @big
+// OMP-LABEL: llvm.func {{.*}}@big(
 // OMP:         omp.parallel
 // OMP:         omp.wsloop
 func.func @big(%a: memref<256x128xf32>, %b: memref<256x128xf32>) {

@@ -65,8 +65,11 @@ struct EmitPackedEntryPass
     // are one function, compiled once) and local to the module. The
     // functions that call them (the entry points: allocations, descriptors
     // and calls, as long as the model is deep) are not optimised: that
-    // would cost compile time linear in the depth for no measurable gain
-    // (docs/RationaleCPUKernels.md, "Compile time").
+    // would cost compile time linear in the depth for no measurable gain.
+    // Each entry point is inlined into its C interface (and into the
+    // entry points that call it): a call passing hundreds of exploded
+    // memref descriptors is what LLVM's instruction selection takes
+    // quadratic time over (docs/RationaleCPUKernels.md, "Compile time").
     bool outlined = false;
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
       if (fn->removeAttr(ParDialect::kKernelAttrName)) {
@@ -75,12 +78,22 @@ struct EmitPackedEntryPass
         fn->removeAttr("sym_visibility");
         outlined = true;
       }
-    if (outlined)
-      for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
-        if (!fn.isExternal() && !fn.getNoInline()) {
-          fn.setNoInline(true);
-          fn.setOptimizeNone(true);
+    if (outlined) {
+      llvm::DenseSet<StringRef> entries;
+      for (LLVM::LLVMFuncOp ciface : cifaces)
+        entries.insert(ciface.getName().drop_front(strlen("_mlir_ciface_")));
+      for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
+        if (fn.isExternal() || fn.getNoInline())
+          continue;
+        if (entries.contains(fn.getName())) {
+          fn.setAlwaysInline(true);
+          fn.setLinkage(LLVM::Linkage::Internal);
+          continue;
         }
+        fn.setNoInline(true);
+        fn.setOptimizeNone(true);
+      }
+    }
     // Collectives are runtime calls by now: meshes have no users left, and
     // the module must be pure LLVM dialect for translation.
     for (MeshOp mesh : llvm::make_early_inc_range(module.getOps<MeshOp>()))

@@ -20,6 +20,8 @@
 
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -36,7 +38,8 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
-#include "llvm/Transforms/Utils/SplitModule.h"
+#include "llvm/Transforms/IPO/AlwaysInliner.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <cstdlib>
 #include <memory>
@@ -124,9 +127,82 @@ LogicalResult emitObject(llvm::Module &module, llvm::TargetMachine &tm,
   return success();
 }
 
+struct Partition {
+  llvm::SmallPtrSet<const llvm::GlobalValue *, 16> members;
+  bool host = false;
+  uint64_t size = 0; // instructions
+};
+
+/// Splits `module`'s definitions into parts: every global variable and
+/// every optnone function (host code) in part 0; each other function (a
+/// kernel) with its OpenMP bodies ("<kernel>..omp_par") in one of up to
+/// kMaxCodegenParts - 1 others, biggest first onto the smallest part.
+/// Local symbols become hidden globals, so the parts link together.
+std::vector<Partition> partition(llvm::Module &module) {
+  for (llvm::GlobalValue &gv : module.global_values()) {
+    if (gv.isDeclaration())
+      continue;
+    if (gv.hasLocalLinkage()) {
+      gv.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      gv.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+    if (!gv.hasName())
+      gv.setName("__par_anon");
+  }
+  std::vector<Partition> parts(1);
+  parts[0].host = true;
+  for (llvm::GlobalVariable &gv : module.globals())
+    if (!gv.isDeclaration())
+      parts[0].members.insert(&gv);
+  // Kernels with the functions named after them.
+  llvm::MapVector<llvm::Function *, SmallVector<llvm::Function *>> clusters;
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration())
+      continue;
+    if (f.hasOptNone()) {
+      parts[0].members.insert(&f);
+      continue;
+    }
+    llvm::Function *root = &f;
+    size_t dots = f.getName().find("..");
+    if (dots != StringRef::npos)
+      if (llvm::Function *owner = module.getFunction(f.getName().take_front(dots));
+          owner && !owner->isDeclaration() && !owner->hasOptNone())
+        root = owner;
+    clusters[root].push_back(&f);
+  }
+  struct Cluster {
+    SmallVector<llvm::Function *> functions;
+    uint64_t size = 0;
+  };
+  std::vector<Cluster> sorted;
+  for (auto &[root, functions] : clusters) {
+    Cluster c{functions, 0};
+    for (llvm::Function *f : functions)
+      c.size += f->getInstructionCount();
+    sorted.push_back(std::move(c));
+  }
+  llvm::stable_sort(sorted, [](const Cluster &a, const Cluster &b) {
+    return a.size > b.size;
+  });
+  unsigned kernelParts = std::min<size_t>(kMaxCodegenParts - 1, sorted.size());
+  parts.resize(1 + kernelParts);
+  for (Cluster &c : sorted) {
+    Partition *smallest = &parts[1];
+    for (unsigned k = 2; k <= kernelParts; ++k)
+      if (parts[k].size < smallest->size)
+        smallest = &parts[k];
+    for (llvm::Function *f : c.functions)
+      smallest->members.insert(f);
+    smallest->size += c.size;
+  }
+  return parts;
+}
+
 /// One part, on a worker thread: its own context, read from bitcode,
 /// optimised, verified, emitted to `object`.
-LogicalResult compilePart(StringRef bitcode, const HostTarget &host,
+LogicalResult compilePart(StringRef bitcode, bool hostCode,
+                          const HostTarget &host,
                           const SharedObjectOptions &options,
                           StringRef object, StringRef ll,
                           std::string &error) {
@@ -138,12 +214,13 @@ LogicalResult compilePart(StringRef bitcode, const HostTarget &host,
     return failure();
   }
   std::unique_ptr<llvm::TargetMachine> tm =
-      createTargetMachine(host, options.optLevel);
+      createTargetMachine(host, hostCode ? 0 : options.optLevel);
   if (!tm) {
     error = "cannot create a target machine for " + host.triple.str();
     return failure();
   }
-  optimize(**part, *tm, options);
+  if (!hostCode)
+    optimize(**part, *tm, options);
   std::string verifier;
   llvm::raw_string_ostream vos(verifier);
   if (llvm::verifyModule(**part, &vos)) {
@@ -248,27 +325,42 @@ LogicalResult mlir::par::buildSharedObject(ModuleOp module, StringRef path,
   llvmModule->setTargetTriple(tm->getTargetTriple());
   llvmModule->setDataLayout(tm->createDataLayout());
 
-  // Parts by function (kernels are out of line: par-outline-kernels), as
-  // many as there are functions up to kMaxCodegenParts: a fixed split, so
-  // the objects are the same whatever the thread count.
-  unsigned functions = 0;
-  for (const llvm::Function &f : *llvmModule)
-    functions += !f.isDeclaration();
-  unsigned parts = std::max(1u, std::min(kMaxCodegenParts, functions));
+  // Entry points into their C interfaces (par-emit-packed-entry marks them
+  // alwaysinline), across the whole module before it is split.
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm;
+    mpm.addPass(llvm::AlwaysInlinerPass(/*InsertLifetime=*/false));
+    mpm.run(*llvmModule, mam);
+  }
+
+  // The parts: a fixed split (the objects are the same whatever the thread
+  // count). Host code (optnone: the entry points with their calls) in part
+  // 0, generated without optimisation; kernels (par-outline-kernels, with
+  // their OpenMP bodies) spread over the others by size, optimised.
   std::vector<llvm::SmallString<0>> bitcode;
-  auto write = [&](const llvm::Module &m) {
+  std::vector<bool> hostPart;
+  for (Partition &part : partition(*llvmModule)) {
+    llvm::ValueToValueMapTy map;
+    std::unique_ptr<llvm::Module> m = llvm::CloneModule(
+        *llvmModule, map, [&](const llvm::GlobalValue *gv) {
+          return part.members.contains(gv);
+        });
     llvm::SmallString<0> buffer;
     llvm::raw_svector_ostream os(buffer);
-    llvm::WriteBitcodeToFile(m, os);
+    llvm::WriteBitcodeToFile(*m, os);
     bitcode.push_back(std::move(buffer));
-  };
-  if (parts == 1)
-    write(*llvmModule);
-  else
-    llvm::SplitModule(*llvmModule, parts,
-                      [&](std::unique_ptr<llvm::Module> part) {
-                        write(*part);
-                      });
+    hostPart.push_back(part.host);
+  }
   llvmModule.reset();
 
   std::string stem = path.str();
@@ -286,7 +378,8 @@ LogicalResult mlir::par::buildSharedObject(ModuleOp module, StringRef path,
         std::string ll = options.keepTemps
                              ? stem + "." + std::to_string(k) + ".ll"
                              : std::string();
-        partFailed[k] = mlir::failed(compilePart(bitcode[k], host, options,
+        partFailed[k] = mlir::failed(compilePart(bitcode[k], hostPart[k],
+                                                 host, options,
                                              objects[k], ll, errors[k]));
       });
     pool.wait();
