@@ -3,11 +3,12 @@
 
 // Tests the whole CPU lowering of a Megatron MLP: pure LLVM dialect, matmuls
 // through the runtime's BLAS kernel, the all_reduce as a runtime call, a C
-// interface per entry point and one packed wrapper taking void**.
+// interface per entry point (the function itself internal, inlined into
+// it) and one packed wrapper taking void**.
 // CHECK-NOT:     par.mesh
 // CHECK-DAG:     llvm.func @par_rt_k_matmul(i64, i64, i64, i64, i64, i64, i32, i32)
 // CHECK-DAG:     llvm.func @par_rt_k_all_reduce(i64, i64, i64, i32, i32, i64)
-// CHECK:         llvm.func @mlp(
+// CHECK:         llvm.func internal @mlp(
 // CHECK-COUNT-2: llvm.call @par_rt_k_matmul
 // CHECK:         llvm.call @par_rt_k_all_reduce
 // CHECK:         llvm.func @_mlir_ciface_mlp(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
