@@ -102,16 +102,44 @@ static int fail(const std::string &message) {
   return 1;
 }
 
+static const char kOverview[] = "par-compile: a model in, a runnable "
+                                "artifact out\n";
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  // --help-options needs no model: answer it before the required options.
-  for (int i = 1; i < argc; ++i)
-    if (StringRef(argv[i]) == "--help-options") {
+  // --help shows par-compile's options and the pipeline's, not the
+  // hundreds LLVM registers (--help-hidden lists those too).
+  static cl::OptionCategory category("par-compile options");
+  for (cl::Option *option :
+       std::initializer_list<cl::Option *>{
+           &inputFile, &outputDir, &pipelineOptions, &helpOptions,
+           &noReference, &target, &cudaToolkit, &keepTemps, &jobs,
+           &cacheDir, &noCache, &cacheClean, &cacheLimit, &llvmOptLevel,
+           &llvmUnroll})
+    option->addCategory(category);
+  for (auto &[name, option] : cl::getRegisteredOptions()) {
+    bool ours = llvm::is_contained(option->Categories, &category) ||
+                name.starts_with("help") || name == "version";
+    if (!ours && option->getOptionHiddenFlag() == cl::NotHidden)
+      option->setHiddenFlag(cl::Hidden);
+  }
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    // --help-options needs no model: answer it before the others.
+    if (arg == "--help-options") {
       mlir::par::CompileOptions().printHelp(2, 44);
       return 0;
     }
-  cl::ParseCommandLineOptions(argc, argv, "par-compile: a model in, a "
-                                          "runnable artifact out\n");
+    if (arg == "--help" || arg == "-help" || arg == "-h") {
+      cl::ParseCommandLineOptions(1, argv, kOverview);
+      cl::PrintHelpMessage(/*Hidden=*/false, /*Categorized=*/true);
+      llvm::outs() << "\nThe pipeline's options (--options=\"KEY=VALUE "
+                      "...\"):\n";
+      mlir::par::CompileOptions().printHelp(2, 44);
+      return 0;
+    }
+  }
+  cl::ParseCommandLineOptions(argc, argv, kOverview);
   uint64_t limit;
   if (!mlir::par::parseByteSize(cacheLimit, limit))
     return fail("bad --cache-limit '" + cacheLimit + "' (expected bytes, "
