@@ -109,7 +109,8 @@ void usage() {
           "export it with --save-weights\n"
           "  --steps N   train: run a train step (par-optimizer) N times, "
           "feeding\n             new parameters and state back, printing the "
-          "loss\n"
+          "loss; without\n             --entry, the train step of the first "
+          "function (<f>_step)\n"
           "  --nonfinite error|skip|off  with --steps: after each step the "
           "loss and the\n             new parameters and state are checked "
           "for NaN/Inf on every\n             rank; error (default): name the "
@@ -413,6 +414,13 @@ int main(int argc, char **argv) {
   if (!o.run.resume.empty() && o.run.train.steps == 0 && o.run.entry.empty() &&
       !o.pipeline)
     o.run.entry = manifest.lookup("").step;
+  // Training without --entry: the train step the manifest links to the
+  // first function (par-compile's `<f>_step`), unless that one is a step.
+  if (o.run.train.steps > 0 && o.run.entry.empty() && !o.pipeline) {
+    Function first = manifest.lookup("");
+    if (first.feedback.empty() && !first.step.empty())
+      o.run.entry = first.step;
+  }
   Function f = manifest.lookup(o.run.entry);
   // --resume: the checkpoint's step and seed (read here first, so that a
   // missing or bad checkpoint fails before any rank starts).
