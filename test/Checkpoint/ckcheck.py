@@ -35,14 +35,16 @@ def main():
                              (step, key, r[key], f[key]))
         else:
             a, b = float(r["loss"]), float(f["loss"])
-            worst = max(worst, abs(a - b) / abs(b))
+            d = abs(a - b) / abs(b)
+            # NaN-aware: max(worst, nan) would keep worst.
+            worst = float("nan") if d != d or worst != worst else max(worst, d)
     if cmd == "same":
         print("steps %d..%d: bitwise equal" % (min(res), max(res)))
     else:
         tol = float(sys.argv[4])
         print("steps %d..%d: largest relative difference %.1e (tolerance %g): %s"
               % (min(res), max(res), worst, tol, "OK" if worst <= tol else "FAIL"))
-        if worst > tol:
+        if not worst <= tol:  # NaN fails too
             sys.exit(1)
 
 

@@ -147,7 +147,8 @@ def main():
         loss.backward()
         opt.step()
         torch_losses.append(float(loss.detach()))
-    traj = max(abs(a - b) / abs(b) for a, b in zip(par_losses, torch_losses)) \
+    # NaN-aware (Python's max() keeps whatever came first past a NaN).
+    traj = float(np.max([abs(a - b) / abs(b) for a, b in zip(par_losses, torch_losses)])) \
         if len(par_losses) == STEPS else float("inf")
     mesh = f"dp{dp}xtp{tp}" + (f"xpp{pp}" if pp > 1 else "")
     check(f"{model} {STEPS} AdamW steps on {ranks} ranks {mesh}: loss trajectory vs torch "

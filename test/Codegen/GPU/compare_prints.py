@@ -1,6 +1,8 @@
 """Compares two outputs of MLIR's printMemrefF32 value by value:
 compare_prints.py A B RTOL. Every memref must have the same shape and every
-value agree to RTOL relative (with RTOL as absolute floor near zero)."""
+value agree to RTOL relative (with RTOL as absolute floor near zero). A NaN
+never agrees (not even with a NaN), an infinity only with the same one."""
+import math
 import re
 import sys
 
@@ -24,7 +26,10 @@ for k, ((ha, va), (hb, vb)) in enumerate(zip(a, b)):
     if ha != hb or len(va) != len(vb):
         sys.exit("memref %d differs in shape: %s vs %s" % (k, ha, hb))
     for i, (x, y) in enumerate(zip(va, vb)):
-        if abs(x - y) > rtol * max(abs(x), abs(y), 1.0):
+        if not (math.isfinite(x) and math.isfinite(y)):
+            if x != y:  # NaN != NaN; inf == inf
+                sys.exit("memref %d value %d: %r vs %r (not finite)" % (k, i, x, y))
+        elif abs(x - y) > rtol * max(abs(x), abs(y), 1.0):
             sys.exit("memref %d value %d: %r vs %r" % (k, i, x, y))
         count += 1
 print("compared %d memrefs, %d values: ok" % (len(a), count))
