@@ -10,10 +10,13 @@
       signal 9. Seeded: the victims and delays are the same on every run.
       Prints one line per trial and "N trials: PASS".
 
-  faults.py timed --max-seconds T -- COMMAND...
+  faults.py timed --max-seconds T [--ranks R --pid-dir DIR] -- COMMAND...
       Runs COMMAND (its stdout and stderr pass through), then prints
       "exit status N in T s"; fails when COMMAND ran longer than T seconds
-      (it is killed after T + 30 s) or exited 0.
+      (it is killed after T + 30 s) or exited 0. With --ranks and
+      --pid-dir (a par-run job: PAR_RUN_PID_DIR=DIR tells its workers'
+      pids), also that all R workers started and are gone within the
+      bound: prints "all R ranks gone".
 
 A trial is run_trial (start the job, kill, observe) followed by the checks
 in check_trial; a later check (e.g. --resume from the last checkpoint) is a
@@ -228,14 +231,24 @@ def kill_trials(args):
 
 
 def timed(args):
+    env = dict(os.environ)
+    if args.pid_dir:
+        os.makedirs(args.pid_dir, exist_ok=True)
+        env["PAR_RUN_PID_DIR"] = args.pid_dir
     start = time.monotonic()
     try:
-        rc = subprocess.run(args.command,
+        rc = subprocess.run(args.command, env=env,
                             timeout=args.max_seconds + 30).returncode
     except subprocess.TimeoutExpired:
         rc = None
-    elapsed = time.monotonic() - start
     sys.stderr.flush()
+    if args.pid_dir:
+        pids = read_pids(args.pid_dir, args.ranks)
+        while (any(alive(p) for p in pids.values()) and
+               time.monotonic() - start < args.max_seconds):
+            time.sleep(0.1)
+        left = sorted(r for r, p in pids.items() if alive(p))
+    elapsed = time.monotonic() - start
     print("exit status %s in %.1f s" % (rc, elapsed))
     if rc is None or elapsed > args.max_seconds:
         print("FAIL: ran longer than %g s" % args.max_seconds)
@@ -243,6 +256,14 @@ def timed(args):
     if rc == 0:
         print("FAIL: exited 0")
         return 1
+    if args.pid_dir:
+        if len(pids) != args.ranks:
+            print("FAIL: %d of %d ranks wrote their pid" % (len(pids), args.ranks))
+            return 1
+        if left:
+            print("FAIL: ranks %s still running" % left)
+            return 1
+        print("all %d ranks gone" % args.ranks)
     return 0
 
 
@@ -264,6 +285,8 @@ def main():
     k.add_argument("command", nargs=argparse.REMAINDER)
     t = sub.add_parser("timed")
     t.add_argument("--max-seconds", type=float, required=True)
+    t.add_argument("--ranks", type=int, default=0)
+    t.add_argument("--pid-dir")
     t.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args()
     if args.command and args.command[0] == "--":
