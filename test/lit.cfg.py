@@ -99,3 +99,9 @@ if str(getattr(config, "par_have_cuda_toolkit", "")).upper() in ("1", "ON", "TRU
 config.substitutions.append(("%cuda_driver_dir", getattr(config, "par_cuda_driver_dir", "")))
 llvm_config.add_tool_substitutions(["par-gpu-test", "par-gemm-bench"], tool_dirs)
 config.substitutions.append(("%cuda_toolkit", getattr(config, "par_cuda_root", "/usr/local/cuda")))
+# What the CUDA backend must do here, as a FileCheck prefix: run (a GPU),
+# refuse with "unavailable" (built, no GPU), or say it was not built; the
+# runtime tests check the one outcome this machine allows, not any of them.
+config.substitutions.append(("%cuda_outcome",
+    "GPU" if "cuda-device" in config.available_features else
+    "NOGPU" if "cuda-toolkit" in config.available_features else "NOTBUILT"))
