@@ -83,29 +83,42 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(const HostTarget &host,
                       : llvm::CodeGenOptLevel::None));
 }
 
-/// The module pipeline of `opt -O<level>`, vectorisers on.
-void optimize(llvm::Module &module, llvm::TargetMachine &tm,
-              const SharedObjectOptions &options) {
+/// Runs on `module` the module pipeline `build` makes with a PassBuilder
+/// for `tm` (analyses registered and cross-registered).
+void runModulePipeline(
+    llvm::Module &module, llvm::TargetMachine &tm,
+    llvm::PipelineTuningOptions tuning,
+    llvm::function_ref<llvm::ModulePassManager(llvm::PassBuilder &)> build) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
-  tuning.LoopUnrolling = options.unrollLoops;
   llvm::PassBuilder pb(&tm, tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::OptimizationLevel level = options.optLevel >= 3 ? llvm::OptimizationLevel::O3
-                                  : options.optLevel == 2 ? llvm::OptimizationLevel::O2
-                                  : options.optLevel == 1 ? llvm::OptimizationLevel::O1
-                                                          : llvm::OptimizationLevel::O0;
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(module, mam);
+  build(pb).run(module, mam);
+}
+
+/// The module pipeline of `opt -O<level>`, vectorisers on.
+void optimize(llvm::Module &module, llvm::TargetMachine &tm,
+              const SharedObjectOptions &options) {
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = options.unrollLoops;
+  llvm::OptimizationLevel level = options.optLevel >= 3
+                                      ? llvm::OptimizationLevel::O3
+                                  : options.optLevel == 2
+                                      ? llvm::OptimizationLevel::O2
+                                  : options.optLevel == 1
+                                      ? llvm::OptimizationLevel::O1
+                                      : llvm::OptimizationLevel::O0;
+  runModulePipeline(module, tm, tuning, [&](llvm::PassBuilder &pb) {
+    return pb.buildPerModuleDefaultPipeline(level);
+  });
 }
 
 LogicalResult emitObject(llvm::Module &module, llvm::TargetMachine &tm,
@@ -327,21 +340,11 @@ LogicalResult mlir::par::buildSharedObject(ModuleOp module, StringRef path,
 
   // Entry points into their C interfaces (par-emit-packed-entry marks them
   // alwaysinline), across the whole module before it is split.
-  {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm.get());
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
+  runModulePipeline(*llvmModule, *tm, {}, [](llvm::PassBuilder &) {
     llvm::ModulePassManager mpm;
     mpm.addPass(llvm::AlwaysInlinerPass(/*InsertLifetime=*/false));
-    mpm.run(*llvmModule, mam);
-  }
+    return mpm;
+  });
 
   // The parts: a fixed split (the objects are the same whatever the thread
   // count). Host code (optnone: the entry points with their calls) in part

@@ -1,11 +1,13 @@
 //===- SharedObject.h - LLVM dialect to a loadable shared object -*- C++ -*-===//
 //
 // The last steps of the CPU target, in process: translate a module in the
-// LLVM dialect to LLVM IR, split it into parts by function (LLVM's
-// SplitModule), optimise each part (the O3 pipeline, vectorisers on, for
-// the host CPU) and emit its object file with the host's TargetMachine on
-// a pool of threads, and link the objects into a shared object against the
-// par runtime with the system C++ driver ($CXX or c++).
+// LLVM dialect to LLVM IR, inline the entry points into their C
+// interfaces, split the module into parts by function (host code in one,
+// unoptimised; the kernels spread over the others), optimise each kernel
+// part (O3, vectorisers on, no unrolling, for the host CPU) and emit each
+// part's object file with the host's TargetMachine on a pool of threads,
+// and link the objects into a shared object against the par runtime with
+// the system C++ driver ($CXX or c++).
 //
 //===----------------------------------------------------------------------===//
 
