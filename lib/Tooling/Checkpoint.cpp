@@ -19,7 +19,7 @@
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Launcher.h"
 
-#include "../Runtime/session/Json.h"
+#include "par/Support/Json.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -34,7 +34,7 @@
 
 namespace par::tooling {
 
-using par::session::JsonValue;
+using par::JsonValue;
 
 uint32_t crc32(const void *data, size_t n, uint32_t crc) {
   static uint32_t table[256];

@@ -70,4 +70,12 @@ void injectStepFaults(int64_t rank, int64_t step) {
   }
 }
 
+void injectCrash(int64_t rank) {
+  const char *inject = getenv("PAR_RUN_INJECT_CRASH");
+  if (!inject || strtoll(inject, nullptr, 10) != rank)
+    return;
+  crash("rank " + std::to_string(rank) +
+        ": crashing on purpose (PAR_RUN_INJECT_CRASH)");
+}
+
 } // namespace par::tooling

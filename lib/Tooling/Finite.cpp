@@ -152,25 +152,6 @@ NonFiniteCheck::check(int64_t step, double loss,
   return Action(int(action));
 }
 
-NonFiniteCheck::Action NonFiniteCheck::afterStep(int64_t step, double loss,
-                                                 TrainStepper &stepper) {
-  if (!enabled())
-    return Continue;
-  const Function &f = stepper.function();
-  std::vector<UpdatedTensor> state;
-  std::vector<bool> seen(f.inputs.size(), false);
-  for (auto [r, a] : f.feedback)
-    if (!seen[a]) {
-      seen[a] = true;
-      state.push_back({int64_t(a), inputLabel(f.inputs, a), &f.inputs[a],
-                       &stepper.argument(a), f.onDevice()});
-    }
-  Action action = check(step, loss, state);
-  if (action == Skip)
-    stepper.undoFeedback();
-  return action;
-}
-
 void NonFiniteCheck::summary(int64_t steps) const {
   if (mode != NonFiniteMode::Skip || rank != 0)
     return;

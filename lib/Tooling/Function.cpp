@@ -356,5 +356,12 @@ std::string Session::manifestPath() const {
 
 std::string Session::target() const { return par_session_target(session); }
 
+std::vector<std::string> Session::functionNames() const {
+  std::vector<std::string> names;
+  for (int64_t i = 0, e = par_session_function_count(session); i < e; ++i)
+    names.push_back(par_session_function_name(session, i));
+  return names;
+}
+
 } // namespace par::tooling
 

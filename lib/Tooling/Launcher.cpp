@@ -101,19 +101,26 @@ std::string selfPath() {
   return buf;
 }
 
-std::vector<std::string> mpirunArgs(int64_t ranks, const std::string &session,
-                                    int argc, char **argv) {
+std::vector<std::string> mpirunArgs(int64_t ranks, const HostList &hosts,
+                                    const std::string &session, int argc,
+                                    char **argv) {
   std::vector<std::string> args = {"mpirun", "-n", std::to_string(ranks),
                                    "--oversubscribe", "--mca",
                                    "orte_tmpdir_base", session};
+  if (!hosts.hostfile.empty())
+    args.insert(args.end(), {"--hostfile", hosts.hostfile});
+  if (!hosts.hosts.empty())
+    args.insert(args.end(), {"-H", hosts.hosts});
   // Only the ranks' own failures: the par line below names them.
   args.push_back("--quiet");
   for (const char *var : {"PAR_RUN_WORKER", "PAR_RUN_SESSION"}) {
     args.push_back("-x");
     args.push_back(var);
   }
+  // Ranks on other hosts do not inherit the launcher's environment.
   for (const char *var :
-       {"PAR_RUN_INJECT_CRASH", "PAR_RUN_INJECT_HANG", "PAR_RUN_INJECT_KILL",
+       {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "KMP_BLOCKTIME",
+        "PAR_RUN_INJECT_CRASH", "PAR_RUN_INJECT_HANG", "PAR_RUN_INJECT_KILL",
         "PAR_RUN_PID_DIR", "PAR_COLLECTIVE_TIMEOUT"})
     if (getenv(var)) {
       args.push_back("-x");
@@ -398,7 +405,7 @@ void superviseLaunchedRank() {
   _exit(r.signal ? 128 + r.signal : r.code);
 }
 
-int launchJob(int64_t ranks, int argc, char **argv) {
+int launchJob(int64_t ranks, const HostList &hosts, int argc, char **argv) {
   std::string session = makeSessionDir();
   allowRoot();
   // A rank that fails takes the job down (OpenMPI's default); keep it quick.
@@ -407,7 +414,7 @@ int launchJob(int64_t ranks, int argc, char **argv) {
   setenv("PAR_RUN_SESSION", session.c_str(), 1);
   std::string records = session + "/ranks";
   mkdir(records.c_str(), 0700);
-  std::vector<std::string> args = mpirunArgs(ranks, session, argc, argv);
+  std::vector<std::string> args = mpirunArgs(ranks, hosts, session, argc, argv);
   std::vector<char *> cargs;
   for (std::string &a : args)
     cargs.push_back(a.data());

@@ -33,6 +33,7 @@
 #include "par/Tooling/Faults.h"
 #include "par/Tooling/Finite.h"
 #include "par/Tooling/Npy.h"
+#include "par/Tooling/TrainDriver.h"
 #include "par/Tooling/Traffic.h"
 #include "par/Tooling/TrainState.h"
 #include "par/Tooling/Values.h"
@@ -110,14 +111,32 @@ std::string mbStage(const char *what, const pl::Action &a) {
          ",s=" + std::to_string(a.stage) + ")";
 }
 
-class PipelineRun {
+/// The pipelined step executor (TrainDriver.h): a step is this rank's
+/// actions, then its stages' updates.
+class PipelineRun : public StepExecutor {
 public:
-  PipelineRun(par_rt_context_t *ctx, const RunOptions &o)
-      : ctx(ctx), o(o), sharded(o.artifact, PAR_PROGRAM_SHARDED, ctx),
+  PipelineRun(par_rt_context_t *ctx, const RunPlan &plan)
+      : ctx(ctx), plan(plan), o(plan.options),
+        sharded(o.artifact, PAR_PROGRAM_SHARDED, ctx),
         rank(par_rt_context_rank(ctx)),
         world(par_rt_context_world_size(ctx)) {}
 
-  int run();
+  void prepare() override;
+  void resume() override { resumeStages(); }
+  LossScaling lossScaling() const override;
+  void printHeader() override;
+  double tokensPerStep() const override;
+  StepOutcome step(int64_t step) override;
+  double nextLossScale() const override { return nextScale; }
+  std::vector<UpdatedTensor> updatedState() const override;
+  void undoStep() override { undoUpdates(); }
+  void saveCheckpoint(int64_t step) override { saveStages(step); }
+  std::string title() const override;
+  void report(int64_t stepsRun) override;
+  void saveWeights() override { saveStageWeights(); }
+  void writeResults() override;
+  int verify(const std::vector<double> &losses) override;
+  void sample() override;
 
 private:
   using Key = std::pair<int64_t, int64_t>; // (micro-batch, stage)
@@ -128,7 +147,6 @@ private:
   void checkStage(int64_t s) const;
   void prepareCommunicators();
   void initStage(int64_t s);
-  void printHeader();
   CallArgs stageArgs(int64_t s, int64_t step, int64_t mb,
                      const SessionBuffer *x, const SessionBuffer *dy);
   Buffer dataArg(const Function &fs, size_t j, int64_t orig, int64_t s,
@@ -153,13 +171,10 @@ private:
   std::vector<std::pair<int64_t, std::vector<std::pair<int64_t, size_t>>>>
       tied;
   bool tiedChecked = false;
-  bool trainStep(int64_t step); // false: a non-finite step stops the run
   double lossScale() const;
-  std::vector<UpdatedTensor> updatedState() const;
   void undoUpdates();
-  std::optional<NonFiniteCheck> finite;
   void reportStash();
-  void reportCompression();
+  void reportCompression(int64_t stepsRun);
   void loadStageWeights();
   std::map<int64_t, Buffer> gatherParameters();
   void saveStageWeights();
@@ -169,14 +184,22 @@ private:
                                            bool download);
   void resumeStages();
   void saveStages(int64_t step);
-  void sample();
-  int verify();
+  /// --verify: the final parameters and optimizer state against the
+  /// reference step's after the same steps (`refArgs`); false on a
+  /// mismatch.
+  bool verifyState(const Function &ref, const std::vector<Buffer> &refArgs,
+                   double rtolGiven);
+
+  // --verify: the trained parameters and optimizer state, global, on rank
+  // 0, by the unpipelined step's argument index (writeResults gathers).
+  std::map<int64_t, Buffer> finalState;
+  std::string stateUnmapped; // why the state is not compared ("" if it is)
 
   par_rt_context_t *ctx;
+  const RunPlan &plan;
   const RunOptions &o;
   Session sharded;
   int64_t rank, world;
-  std::optional<TrainLog> log;
   pl::PipelineShape shape;
   pl::Programs programs;
   par_pipeline_info_t pipe;
@@ -205,7 +228,6 @@ private:
   bool lastTaken = true;
   double nextScale = NAN;
   double stepScale = NAN; // the scale this step runs with
-  std::vector<double> decisions;
   size_t peakStash = 0, peakStashBytes = 0, stashBytes = 0;
   TraceRecorder trace;
 };
@@ -358,12 +380,12 @@ void PipelineRun::initStage(int64_t s) {
         u.scatter(PAR_INPUT, j,
                   w != loaded.end()
                       ? w->second
-                      : generateGlobal(u.inputs[j], o.seed, orig)));
+                      : generateGlobal(u.inputs[j], plan.seed, orig)));
   }
   for (size_t i = 2 * P; i < u.inputs.size(); ++i)
     st.state.push_back(u.upload(
         PAR_INPUT, i,
-        u.scatter(PAR_INPUT, i, generateGlobal(u.inputs[i], o.seed, 0))));
+        u.scatter(PAR_INPUT, i, generateGlobal(u.inputs[i], plan.seed, 0))));
   for (size_t j = 0; j < P; ++j) {
     st.gradSum.push_back(zeroBuffer(u.inputs[P + j].localBytes()));
     st.gradSumBuf.push_back(u.buffer(PAR_INPUT, P + j));
@@ -433,19 +455,19 @@ Buffer PipelineRun::dataArg(const Function &fs, size_t j, int64_t orig,
                     (size_t)row * elt);
       return fs.scatter(PAR_INPUT, j, g);
     }
-    Buffer g = generateGlobal(t, o.seed, orig, &stepSpec.inputs[orig],
+    Buffer g = generateGlobal(t, plan.seed, orig, &stepSpec.inputs[orig],
                               [&](int64_t i) {
                                 return ((i / row) * mm + mb) * row + i % row;
                               });
     return fs.scatter(PAR_INPUT, j, g);
   }
-  if ((orig != o.tokensArg && orig != o.targetsArg) || t.dtype != PAR_I64 ||
+  if ((orig != plan.tokensArg && orig != plan.targetsArg) || t.dtype != PAR_I64 ||
       t.global.size() != 2)
     fatal("stage " + std::to_string(s) + " takes arg" + std::to_string(orig) +
           ", which is neither a parameter nor the tokens/targets "
           "(--tokens/--targets)");
   return fs.scatter(PAR_INPUT, j,
-                    data.batch(t, orig == o.targetsArg, step, m, mb));
+                    data.batch(t, orig == plan.targetsArg, step, m, mb));
 }
 
 /// The arguments of stage s's forward (or, with dy, backward) for mb.
@@ -745,8 +767,7 @@ double PipelineRun::lossScale() const {
 }
 
 
-bool PipelineRun::trainStep(int64_t step) {
-  injectStepFaults(rank, step);
+StepOutcome PipelineRun::step(int64_t step) {
   lossSum = 0;
   // Loss scaling: the scale the backward is seeded with and the log shows
   // (the state changes only in the update, at the end of the step).
@@ -774,28 +795,21 @@ bool PipelineRun::trainStep(int64_t step) {
   }
   checkRuntime(par_rt_wait_sends(ctx), ctx, "completing sends");
   inFlight.clear();
-  double scale = stepScale;
   double u0 = par_rt_now_seconds();
   runUpdates();
-  if (scaling)
-    decisions.push_back(lastTaken ? 1.0 : 0.0);
   if (tracing) {
     trace.add("optimizer update", "update", u0 - t0, par_rt_now_seconds() - t0);
     // The update's collectives (the data-parallel gradient buckets).
     trace.addKernels(ctx, t0);
   }
-  double loss = lossSum / m;
-  checkRuntime(par_rt_broadcast_world(ctx, &loss, sizeof(loss), lossRoot), ctx,
-               "broadcasting the loss");
-  log->step(step, loss, par_rt_now_seconds() - t0,
-           o.data.empty() ? -1.0
-                          : double(stages[0].fwd.inputs[0].globalCount * m),
-           scale, lastTaken);
-  NonFiniteCheck::Action action = finite->check(
-      step, loss, finite->enabled() ? updatedState() : std::vector<UpdatedTensor>{});
-  if (action == NonFiniteCheck::Skip)
-    undoUpdates();
-  return action != NonFiniteCheck::Stop;
+  StepOutcome r;
+  r.loss = lossSum / m;
+  checkRuntime(par_rt_broadcast_world(ctx, &r.loss, sizeof(r.loss), lossRoot),
+               ctx, "broadcasting the loss");
+  r.seconds = par_rt_now_seconds() - t0;
+  r.scale = stepScale;
+  r.taken = lastTaken;
+  return r;
 }
 
 /// Per pipeline rank: the most stage inputs held at once (activations in
@@ -824,7 +838,7 @@ void PipelineRun::reportStash() {
 /// stage updates this rank runs (Traffic.h); with --error-norm the norm of
 /// their error-feedback state (the update's state inputs of role
 /// "error_feedback", counted over every stage for the buffer count).
-void PipelineRun::reportCompression() {
+void PipelineRun::reportCompression(int64_t stepsRun) {
   CompressionTotals compression;
   std::vector<ErrorFeedbackBlock> blocks;
   std::deque<Buffer> host; // the error-feedback state, copied out
@@ -838,7 +852,7 @@ void PipelineRun::reportCompression() {
         blocks.push_back({&u, 2 * P + k, &host.back(), ppAxis});
       }
   }
-  reportTraffic(ctx, o.train.steps - o.resumedStep, compression, rank, world);
+  reportTraffic(ctx, stepsRun, compression, rank, world);
   if (!o.errorNorm)
     return;
   int64_t buffers = 0;
@@ -912,7 +926,7 @@ void PipelineRun::saveStageWeights() {
       if (!u.inputs[j].name.empty() && written.insert(u.stageArgs[j]).second)
         values.push_back({&u.inputs[j], &whole[u.stageArgs[j]]});
   }
-  saveWeights(o.saveWeights, func, values);
+  ::par::tooling::saveWeights(o.saveWeights, func, values);
 }
 
 /// The checkpoint keys of every stage's state (all stages: every rank
@@ -923,8 +937,13 @@ void PipelineRun::findStateKeys() {
     fatal("manifest: the train step '" + step.name + "' records no gradient "
           "function");
   Function grad = sharded.lookup(step.grad);
+  // Only --verify asks: a layout that does not map leaves the optimizer
+  // state out of the comparison, saying why.
+  bool strict = !o.checkpoint.dir.empty() || !o.resume.empty();
   for (int64_t s = 0; s < S; ++s) {
-    stateKeys.push_back(stageStateKeys(step, grad, stages[s].update));
+    stateKeys.push_back(stageStateKeys(step, grad, stages[s].update,
+                                       strict ? nullptr : &stateUnmapped));
+    stateKeys.back().resize(stages[s].update.inputs.size());
     for (const std::string &k : stateKeys.back())
       if (!k.empty())
         keyOwner.emplace(k, s);
@@ -969,7 +988,7 @@ PipelineRun::stageState(std::deque<Buffer> &host,
 /// all load the one saved tensor).
 void PipelineRun::resumeStages() {
   CheckpointReader reader(o.resume);
-  bool same = reader.sameLayout(runMeta(stepFn, o, "pipelined", 0));
+  bool same = reader.sameLayout(runMeta(stepFn, plan, "pipelined", 0));
   std::deque<Buffer> host;
   std::vector<SessionBuffer *> bufs;
   std::vector<CheckpointTensor> state = stageState(host, bufs, false);
@@ -997,8 +1016,8 @@ void PipelineRun::saveStages(int64_t step) {
   std::vector<SessionBuffer *> bufs;
   std::vector<CheckpointTensor> state = stageState(host, bufs, true);
   // The record names the unpipelined step, whose arguments the keys are.
-  CheckpointMeta meta = runMeta(stepFn, o, "pipelined", step);
-  saveCheckpoint(ctx, o.checkpoint, meta, state);
+  CheckpointMeta meta = runMeta(stepFn, plan, "pipelined", step);
+  ::par::tooling::saveCheckpoint(ctx, o.checkpoint, meta, state);
 }
 
 /// Every stage's parameters gathered on rank 0, which runs the unsharded
@@ -1014,14 +1033,61 @@ void PipelineRun::sample() {
   if (entry.empty() && pipe.logits)
     entry = pipe.logits;
   std::string text =
-      sampleFromParameters(reference, entry, func, whole, o.tokensArg,
-                           o.targetsArg, o.sample);
+      sampleFromParameters(reference, entry, func, whole, plan.tokensArg,
+                           plan.targetsArg, o.sample);
   printSample(o.sample, text);
 }
 
+/// --verify: every stage's trained parameters and optimizer state
+/// (loss-scale state included; not the layout-bound compression state)
+/// gathered to rank 0 under the unpipelined step's argument index, the
+/// first stage holding a tied parameter giving it. Collective.
+void PipelineRun::writeResults() {
+  if (!o.verify)
+    return;
+  std::map<int64_t, Buffer> params = gatherParameters();
+  for (auto &[orig, b] : params)
+    finalState[orig] = std::move(b);
+  for (int64_t s = 0; s < S; ++s) {
+    const Function &u = stages[s].update;
+    size_t P = u.stageArgs.size();
+    std::vector<int64_t> source(coords.size(), 0);
+    source[ppAxis] = shape.rankOf(s);
+    for (size_t i = 2 * P; i < u.inputs.size(); ++i) {
+      const std::string &key = stateKeys[s][i];
+      if (key.empty() || key.rfind("arg", 0) != 0 || keyOwner[key] != s)
+        continue;
+      Buffer local = zeroBuffer(u.inputs[i].localBytes());
+      if (me == source[ppAxis])
+        stages[s].state[i - 2 * P].download(local.data(),
+                                           u.inputs[i].localBytes());
+      Buffer g = u.gather(PAR_INPUT, i, local.data(), source.data());
+      int64_t orig = std::stoll(key.substr(3));
+      if (rank == 0)
+        finalState[orig] = std::move(g);
+    }
+  }
+}
+
+bool PipelineRun::verifyState(const Function &ref,
+                              const std::vector<Buffer> &refArgs,
+                              double rtolGiven) {
+  bool ok = true;
+  for (auto &[orig, global] : finalState) {
+    const Tensor &t = ref.inputs[orig];
+    TensorDiff d = compareTensors(t, global.data(), refArgs[orig].data());
+    double tol = trainedStateTolerance(rtolGiven, t.dtype, ref.computeType,
+                                       sharded.target() != "cpu");
+    std::string label = inputLabel(ref.inputs, orig);
+    ok &= reportStateDiff(label, t, d, tol, o.train.steps);
+  }
+  return ok;
+}
+
 /// The unpipelined train step (par-optimizer, same micro-batches) on one
-/// rank, from the same initial values and batches.
-int PipelineRun::verify() {
+/// rank, from the same initial values and batches: the loss of every step,
+/// then the trained parameters and optimizer state.
+int PipelineRun::verify(const std::vector<double> &losses) {
   HostContextScope hostContext(sharded.target() != "cpu");
   Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
   Function ref = reference.lookup(stepName());
@@ -1032,24 +1098,29 @@ int PipelineRun::verify() {
   std::map<size_t, Buffer> given;
   if (!o.loadWeights.empty())
     given = loadWeights(ref, o.loadWeights, /*print=*/false);
-  std::vector<Buffer> in = globalInputs(ref, o.seed, given);
+  std::vector<Buffer> in = globalInputs(ref, plan.seed, given);
   TrainStepper::BatchFn batches;
   if (!o.data.empty())
-    batches = dataBatches(ref, data, o.tokensArg, o.targetsArg);
-  std::vector<double> refLosses =
-      runSteps(ref, in, o.train.steps, batches);
+    batches = dataBatches(ref, data, plan.tokensArg, plan.targetsArg);
+  std::vector<double> refLosses = runSteps(ref, in, o.train.steps, batches);
   printf("%s: verify against the unpipelined step (1 rank)\n",
          toolName().c_str());
   double tol = toleranceFor(o.rtol, ref.outputs[0].dtype, ref.computeType,
                             sharded.target() != "cpu");
-  return verifyLossTrajectory(log->losses(), refLosses, tol) ? 0 : 1;
+  bool ok = verifyLossTrajectory(losses, refLosses, tol);
+  if (!stateUnmapped.empty())
+    printf("%s: the optimizer state is not compared (%s); the parameters "
+           "are\n",
+           toolName().c_str(), stateUnmapped.c_str());
+  ok &= verifyState(ref, in, o.rtol);
+  return ok ? 0 : 1;
 }
 
-int PipelineRun::run() {
+void PipelineRun::prepare() {
   loadSchedule();
   loadStages();
   prepareCommunicators();
-  data.seed = o.seed;
+  data.seed = plan.seed;
   if (!o.data.empty())
     data.load(o.data);
   else
@@ -1057,17 +1128,8 @@ int PipelineRun::run() {
   loadStageWeights();
   for (int64_t s = me; s < S; s += pipe.p)
     initStage(s);
-  if (!o.checkpoint.dir.empty() || !o.resume.empty())
+  if (!o.checkpoint.dir.empty() || !o.resume.empty() || o.verify)
     findStateKeys();
-  if (!o.resume.empty()) {
-    resumeStages();
-    if (nothingToTrain(o, rank == 0)) {
-      saveStageWeights();
-      return 0;
-    }
-  }
-  TrainLogOptions logOptions = o.train;
-  logOptions.firstStep = o.resumedStep + 1;
   const Function &u0 = stages[me].update;
   scaling = u0.lossScaleResult >= 0 && u0.finiteResult >= 0;
   for (int64_t s = 0; s < S; ++s)
@@ -1077,47 +1139,40 @@ int PipelineRun::run() {
   if (scaling && pipe.v > 1)
     fatal("loss scaling with interleaved stages (v > 1) is not supported: "
           "each rank's updates would decide on part of the stages only");
-  logOptions.lossScale = scaling;
-  logOptions.minScale = u0.minLossScale;
-  log.emplace(logOptions, rank == 0);
-  printHeader();
-  // The statistics cover the steps exactly (not the communicators made).
-  par_rt_context_reset_stats(ctx);
-  // Loss-scaled programs skip non-finite steps themselves.
-  finite.emplace(ctx, scaling ? NonFiniteMode::Off : o.nonFinite, rank);
-  for (int64_t step = o.resumedStep + 1; step <= o.train.steps; ++step) {
-    if (!trainStep(step))
-      return 1;
-    if (checkpointDue(o, step))
-      saveStages(step);
-  }
-  finite->summary(o.train.steps - o.resumedStep);
-  if (scaling) {
-    checkSameDecisions(ctx, decisions, rank, world);
-    log->lossScaleSummary(nextScale);
-  }
-  log->finish(toolName() + ": " + func + " pipelined on " +
-             std::to_string(world) + " ranks, loss per step");
+}
+
+LossScaling PipelineRun::lossScaling() const {
+  return {scaling, stages[me].update.minLossScale};
+}
+
+double PipelineRun::tokensPerStep() const {
+  return o.data.empty() ? -1.0
+                        : double(stages[0].fwd.inputs[0].globalCount * m);
+}
+
+std::string PipelineRun::title() const {
+  return toolName() + ": " + func + " pipelined on " + std::to_string(world) +
+         " ranks, loss per step";
+}
+
+/// After training: the peak activations in flight, the traffic and
+/// compression, and the Chrome trace of the last step (one track per rank).
+void PipelineRun::report(int64_t stepsRun) {
   reportStash();
-  reportCompression();
-  // The Chrome trace of the last step: one track per rank.
-  if (!o.trace.empty()) {
-    writeChromeTrace(ctx, trace, o.trace, rank, world);
-    if (rank == 0)
-      printf("%s: wrote the trace %s (last step; open in Perfetto)\n",
-             toolName().c_str(), o.trace.c_str());
-  }
-  saveStageWeights();
-  if (o.sample.count > 0)
-    sample();
-  return o.verify && rank == 0 ? verify() : 0;
+  reportCompression(stepsRun);
+  if (o.trace.empty())
+    return;
+  writeChromeTrace(ctx, trace, o.trace, rank, world);
+  if (rank == 0)
+    printf("%s: wrote the trace %s (last step; open in Perfetto)\n",
+           toolName().c_str(), o.trace.c_str());
 }
 
 } // namespace
 
-int runPipeline(par_rt_context_t *ctx, const RunOptions &o) {
-  PipelineRun run(ctx, o);
-  return run.run();
+int runPipeline(par_rt_context_t *ctx, const RunPlan &plan) {
+  PipelineRun run(ctx, plan);
+  return runTraining(ctx, plan, run);
 }
 
 } // namespace par::tooling

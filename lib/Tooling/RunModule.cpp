@@ -14,52 +14,76 @@
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Faults.h"
 #include "par/Tooling/Npy.h"
+#include "par/Tooling/TrainDriver.h"
 #include "par/Tooling/Traffic.h"
 #include "par/Tooling/TrainState.h"
 #include "par/Tooling/Values.h"
 #include "par/Tooling/Weights.h"
 
 #include <algorithm>
-#include <set>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <set>
 #include <sys/stat.h>
 
 namespace par::tooling {
 
 namespace {
 
-class ModuleRun {
+/// A plain run of one function of the sharded program: once or --repeat
+/// times, or, as the train driver's plain step executor, a train step
+/// iterated on state resident in session buffers (TrainStepper).
+class ModuleRun : public StepExecutor {
 public:
-  ModuleRun(par_rt_context_t *ctx, const RunOptions &o)
-      : ctx(ctx), o(o), sharded(o.artifact, PAR_PROGRAM_SHARDED, ctx),
-        f(sharded.lookup(o.entry)), rank(f.rank()),
+  ModuleRun(par_rt_context_t *ctx, const RunPlan &plan)
+      : ctx(ctx), plan(plan), o(plan.options),
+        sharded(o.artifact, PAR_PROGRAM_SHARDED, ctx),
+        f(sharded.lookup(plan.entry)), rank(f.rank()),
         world(par_rt_context_world_size(ctx)) {}
 
-  int run();
+  /// Once or --repeat times: run, report, save, write, verify.
+  int runOnce();
+
+  // The plain step executor (TrainDriver.h).
+  void prepare() override;
+  void resume() override;
+  LossScaling lossScaling() const override;
+  void printHeader() override;
+  double tokensPerStep() const override;
+  StepOutcome step(int64_t step) override;
+  double nextLossScale() const override { return nextScale; }
+  std::vector<UpdatedTensor> updatedState() const override;
+  void undoStep() override { stepper->undoFeedback(); }
+  void saveCheckpoint(int64_t step) override;
+  std::string title() const override;
+  void report(int64_t stepsRun) override;
+  void saveWeights() override;
+  void writeResults() override;
+  int verify(const std::vector<double> &losses) override;
+  void sample() override;
 
 private:
+  void loadInputs();
   void readGivenInputs();
   void loadGivenWeights();
-  void saveTrainedWeights();
-  void resumeState();
-  void saveState(int64_t step);
-  void injectCrash() const;
-  bool train(); // false: stopped by a non-finite step (Finite.h)
   void repeat();
-  void report() const;
-  int verify(const std::vector<Buffer> &globals) const;
+  void reportTimes() const;
 
   par_rt_context_t *ctx;
+  const RunPlan &plan;
   const RunOptions &o;
   Session sharded;
   Function f;
   int64_t rank, world;
   std::map<size_t, Buffer> given;
-  std::vector<Buffer> locals, outs;
+  std::vector<Buffer> locals, outs, globals;
   DataLoader data;
   TrainStepper::BatchFn batches;
-  std::vector<double> times, losses;
+  std::optional<TrainStepper> stepper; // made at the first step
+  int64_t scaleArg = -1; // loss scaling: the argument the next scale feeds
+  double nextScale = NAN;
+  std::vector<double> times;
   par_rt_stats_t stats{};
 };
 
@@ -100,9 +124,25 @@ void ModuleRun::loadGivenWeights() {
   }
 }
 
+/// The inputs' global values (given, loaded or generated: the same on
+/// every rank and in the reference), this rank's blocks, and --data's
+/// first batch.
+void ModuleRun::loadInputs() {
+  readGivenInputs();
+  loadGivenWeights();
+  locals = localInputs(f, globalInputs(f, plan.seed, given));
+  if (o.data.empty())
+    return;
+  data.seed = plan.seed;
+  data.load(o.data);
+  data.check(f, plan.tokensArg, plan.targetsArg);
+  batches = dataBatches(f, data, plan.tokensArg, plan.targetsArg);
+  batches(1, locals);
+}
+
 /// --save-weights: the named inputs after the run (after training: the
 /// trained parameters) gathered to rank 0, which writes them.
-void ModuleRun::saveTrainedWeights() {
+void ModuleRun::saveWeights() {
   if (o.saveWeights.empty())
     return;
   std::vector<size_t> named;
@@ -117,15 +157,23 @@ void ModuleRun::saveTrainedWeights() {
   std::vector<NamedValue> values;
   for (size_t k = 0; k < named.size(); ++k)
     values.push_back({&f.inputs[named[k]], &globals[k]});
-  saveWeights(o.saveWeights, f.name, values);
+  ::par::tooling::saveWeights(o.saveWeights, f.name, values);
+}
+
+void ModuleRun::prepare() {
+  checkTrainStep(f);
+  loadInputs();
+  if (f.lossScaleResult >= 0)
+    for (auto [r, a] : f.feedback)
+      if ((int64_t)r == f.lossScaleResult)
+        scaleArg = a;
 }
 
 /// --resume: the train state from the checkpoint, each rank its blocks
 /// (assembled from the shards by global index, whatever mesh saved them).
-void ModuleRun::resumeState() {
-  checkTrainStep(f);
+void ModuleRun::resume() {
   CheckpointReader reader(o.resume);
-  CheckpointMeta here = runMeta(f, o, "plain", 0);
+  CheckpointMeta here = runMeta(f, plan, "plain", 0);
   bool same = reader.sameLayout(here);
   std::set<std::string> keys;
   int64_t reset = 0;
@@ -145,97 +193,83 @@ void ModuleRun::resumeState() {
 
 /// --checkpoint: the train state after `step` (the arguments the next
 /// step runs with, on the host).
-void ModuleRun::saveState(int64_t step) {
-  saveCheckpoint(ctx, o.checkpoint, runMeta(f, o, "plain", step),
-                 stepState(f, locals, rank));
+void ModuleRun::saveCheckpoint(int64_t step) {
+  stepper->syncArguments();
+  ::par::tooling::saveCheckpoint(ctx, o.checkpoint,
+                                 runMeta(f, plan, "plain", step),
+                                 stepState(f, locals, rank));
 }
 
-/// Fault injection for tests of the failure path: the named rank crashes
-/// just before the program runs, while the others wait in its collectives.
-void ModuleRun::injectCrash() const {
-  const char *inject = getenv("PAR_RUN_INJECT_CRASH");
-  if (!inject || strtoll(inject, nullptr, 10) != rank)
+LossScaling ModuleRun::lossScaling() const {
+  return {scaleArg >= 0, f.minLossScale};
+}
+
+double ModuleRun::tokensPerStep() const {
+  return o.data.empty() ? -1.0 : double(f.inputs[plan.tokensArg].globalCount);
+}
+
+void ModuleRun::printHeader() {
+  if (rank != 0 || o.data.empty())
     return;
-  crash("rank " + std::to_string(rank) +
-        ": crashing on purpose (PAR_RUN_INJECT_CRASH)");
+  // The global batch: dp replicas x micro-batches x micro-batch rows.
+  const Tensor &tokens = f.inputs[plan.tokensArg];
+  int64_t rows = tokens.global[0];
+  printf("%s: training %s for %lld steps, global batch %lld sequences of "
+         "%lld tokens",
+         toolName().c_str(), f.name.c_str(), (long long)o.train.steps,
+         (long long)rows, (long long)tokens.global[1]);
+  if (f.microBatches > 1)
+    printf(" (%lld micro-batches of %lld, gradients accumulated)",
+           (long long)f.microBatches, (long long)(rows / f.microBatches));
+  printf("\n");
 }
 
-bool ModuleRun::train() {
-  checkTrainStep(f);
-  TrainLogOptions logOptions = o.train;
-  logOptions.firstStep = o.resumedStep + 1;
-  // Loss scaling: the argument the next scale feeds is this step's scale.
-  int64_t scaleArg = -1;
-  if (f.lossScaleResult >= 0) {
-    for (auto [r, a] : f.feedback)
-      if ((int64_t)r == f.lossScaleResult)
-        scaleArg = a;
-    logOptions.lossScale = scaleArg >= 0;
-    logOptions.minScale = f.minLossScale;
-  }
-  TrainLog log(logOptions, rank == 0);
-  const Tensor *tokens = o.data.empty() ? nullptr : &f.inputs[o.tokensArg];
-  if (rank == 0 && tokens) {
-    // The global batch: dp replicas x micro-batches x micro-batch rows.
-    int64_t rows = tokens->global[0];
-    printf("%s: training %s for %lld steps, global batch %lld sequences of "
-           "%lld tokens",
-           toolName().c_str(), f.name.c_str(), (long long)o.train.steps,
-           (long long)rows, (long long)tokens->global[1]);
-    if (f.microBatches > 1)
-      printf(" (%lld micro-batches of %lld, gradients accumulated)",
-             (long long)f.microBatches, (long long)(rows / f.microBatches));
-    printf("\n");
-  }
-  TrainStepper stepper(f, locals, batches);
-  // The statistics cover the steps exactly (nothing before them counts
-  // today; the reset keeps it so).
-  par_rt_context_reset_stats(ctx);
-  // Every rank's step-or-skip decisions, to check they agree.
-  std::vector<double> decisions;
-  double nextScale = NAN;
-  // Loss-scaled programs skip non-finite steps themselves.
-  NonFiniteCheck finite(ctx, scaleArg >= 0 ? NonFiniteMode::Off : o.nonFinite,
-                        rank);
-  for (int64_t step = o.resumedStep + 1; step <= o.train.steps; ++step) {
-    injectStepFaults(rank, step);
-    // Loss scaling needs the host each step: the scale and the finite
-    // flag (one element each) for the log and the decision check.
-    double scale =
-        scaleArg >= 0 ? stepper.argumentScalar(scaleArg) : NAN;
-    double loss = stepper.step(step);
-    times.push_back(stepper.seconds());
-    bool taken = true;
-    if (scaleArg >= 0) {
-      taken = stepper.resultScalar(f.finiteResult) > 0.5;
-      nextScale = stepper.resultScalar(f.lossScaleResult);
-      decisions.push_back(taken ? 1.0 : 0.0);
-    }
-    log.step(step, loss, stepper.seconds(),
-             tokens ? double(tokens->globalCount) : -1.0, scale, taken);
-    if (finite.afterStep(step, loss, stepper) == NonFiniteCheck::Stop)
-      return false;
-    if (checkpointDue(o, step)) {
-      stepper.syncArguments();
-      saveState(step);
-    }
-  }
-  finite.summary(o.train.steps - o.resumedStep);
+StepOutcome ModuleRun::step(int64_t step) {
+  if (!stepper)
+    stepper.emplace(f, locals, batches);
+  StepOutcome r;
+  // Loss scaling needs the host each step: the scale and the finite flag
+  // (one element each) for the log and the decision check.
+  if (scaleArg >= 0)
+    r.scale = stepper->argumentScalar(scaleArg);
+  r.loss = stepper->step(step);
+  r.seconds = stepper->seconds();
+  times.push_back(r.seconds);
   if (scaleArg >= 0) {
-    checkSameDecisions(ctx, decisions, rank, world);
-    log.lossScaleSummary(nextScale);
+    r.taken = stepper->resultScalar(f.finiteResult) > 0.5;
+    nextScale = stepper->resultScalar(f.lossScaleResult);
   }
-  log.finish(toolName() + ": " + f.name + " on " + std::to_string(world) +
-             " ranks, loss per step");
-  losses = log.losses();
-  // The final results (gathered, written, verified) and, for the error norm
-  // and sampling, the trained state: copied out once.
-  outs = stepper.outputs();
-  stepper.syncArguments();
+  return r;
+}
+
+/// The fed-back arguments, each once, as the next step will read them.
+std::vector<UpdatedTensor> ModuleRun::updatedState() const {
+  std::vector<UpdatedTensor> state;
+  std::vector<bool> seen(f.inputs.size(), false);
+  for (auto [r, a] : f.feedback)
+    if (!seen[a]) {
+      seen[a] = true;
+      state.push_back({int64_t(a), inputLabel(f.inputs, a), &f.inputs[a],
+                       &stepper->argument(a), f.onDevice()});
+    }
+  return state;
+}
+
+std::string ModuleRun::title() const {
+  return toolName() + ": " + f.name + " on " + std::to_string(world) +
+         " ranks, loss per step";
+}
+
+/// After training: the final results and the trained state copied out
+/// once (for --output, --verify, the error norm and sampling), then the
+/// bytes per step, compression and per-rank times.
+void ModuleRun::report(int64_t stepsRun) {
+  outs = stepper->outputs();
+  stepper->syncArguments();
   par_rt_context_stats(ctx, &stats);
   CompressionTotals compression;
   compression.add(f);
-  reportTraffic(ctx, o.train.steps - o.resumedStep, compression, rank, world);
+  reportTraffic(ctx, stepsRun, compression, rank, world);
   if (o.errorNorm) {
     // After the last step the arguments hold its fed-back results.
     std::vector<ErrorFeedbackBlock> blocks;
@@ -243,7 +277,30 @@ bool ModuleRun::train() {
       blocks.push_back({&f, i, &locals[i], -1});
     reportErrorFeedbackNorm(ctx, blocks, int64_t(blocks.size()), rank, world);
   }
-  return true;
+  reportTimes();
+}
+
+/// The results gathered to rank 0 as global tensors; --output writes them.
+void ModuleRun::writeResults() {
+  globals.clear();
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    globals.push_back(f.gather(PAR_OUTPUT, k, outs[k].data()));
+  if (rank != 0 || o.outputDir.empty())
+    return;
+  mkdir(o.outputDir.c_str(), 0755);
+  for (size_t k = 0; k < globals.size(); ++k) {
+    std::string path = o.outputDir + "/result" + std::to_string(k) + ".npy";
+    writeNpy(path, f.outputs[k].dtype, f.outputs[k].global,
+             globals[k].data());
+    printf("  wrote %s\n", path.c_str());
+  }
+}
+
+void ModuleRun::sample() {
+  std::string text = sampleFromStep(ctx, sharded, f, locals, plan.tokensArg,
+                                    plan.targetsArg, o.sampleEntry, o.sample);
+  if (rank == 0)
+    printSample(o.sample, text);
 }
 
 /// The inputs go into session buffers once; every run calls on them (the
@@ -277,7 +334,7 @@ void ModuleRun::repeat() {
 }
 
 /// Per-rank time and traffic, printed by rank 0.
-void ModuleRun::report() const {
+void ModuleRun::reportTimes() const {
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   double mine[4] = {sorted.front(), stats.bytes_sent,
@@ -345,16 +402,16 @@ std::string resultName(const Function &f, size_t k) {
 /// steps, from the same start) and compares; rank 0 only. A sharded step's
 /// trailing error-feedback state is not in the reference: its inputs are
 /// left out and only the results both have are compared.
-int ModuleRun::verify(const std::vector<Buffer> &globals) const {
+int ModuleRun::verify(const std::vector<double> &losses) {
   // A GPU run's reference is a CPU program: it runs under a CPU context.
   HostContextScope host(f.onDevice());
   Session reference(o.artifact, PAR_PROGRAM_REFERENCE, nullptr);
   Function ref = reference.lookup(f.name);
   size_t extra = extraState(f, ref);
-  std::vector<Buffer> refIn = globalInputs(ref, o.seed, given), refOut;
+  std::vector<Buffer> refIn = globalInputs(ref, plan.seed, given), refOut;
   TrainStepper::BatchFn refBatches;
   if (!o.data.empty())
-    refBatches = dataBatches(ref, data, o.tokensArg, o.targetsArg);
+    refBatches = dataBatches(ref, data, plan.tokensArg, plan.targetsArg);
   int status = 0;
   if (o.train.steps > 0) {
     std::vector<double> refLosses =
@@ -381,84 +438,34 @@ int ModuleRun::verify(const std::vector<Buffer> &globals) const {
   for (size_t k = 0; k < ref.outputs.size(); ++k) {
     const Tensor &t = ref.outputs[k];
     TensorDiff d = compareTensors(t, globals[k].data(), refOut[k].data());
-    if (!reportTensorDiff(k, t, d,
-                          toleranceFor(o.rtol, t.dtype, f.computeType,
-                                       f.onDevice()),
-                          o.train.steps, resultName(f, k)))
+    double tol = o.train.steps > 1
+                     ? trainedStateTolerance(o.rtol, t.dtype, f.computeType,
+                                             f.onDevice())
+                     : toleranceFor(o.rtol, t.dtype, f.computeType,
+                                    f.onDevice());
+    if (!reportTensorDiff(k, t, d, tol, o.train.steps, resultName(f, k)))
       status = 1;
   }
   return status;
 }
 
-int ModuleRun::run() {
-  readGivenInputs();
-  loadGivenWeights();
-  locals = localInputs(f, globalInputs(f, o.seed, given));
-  if (!o.resume.empty()) {
-    resumeState();
-    // An export (no --steps), or a run whose checkpoint is at --steps
-    // already: the state as loaded, nothing trained.
-    if (nothingToTrain(o, rank == 0)) {
-      saveTrainedWeights();
-      return 0;
-    }
-  }
-  if (!o.data.empty()) {
-    data.seed = o.seed;
-    data.load(o.data);
-    data.check(f, o.tokensArg, o.targetsArg);
-    batches = dataBatches(f, data, o.tokensArg, o.targetsArg);
-    batches(1, locals);
-  }
-  injectCrash();
-  if (o.train.steps > 0) {
-    if (!train())
-      return 1;
-  } else
-    repeat();
-  report();
-  saveTrainedWeights();
-  // Gather the results to rank 0 and assemble the global tensors.
-  std::vector<Buffer> globals;
-  for (size_t k = 0; k < f.outputs.size(); ++k)
-    globals.push_back(f.gather(PAR_OUTPUT, k, outs[k].data()));
-  int status = 0;
-  if (rank == 0 && !o.outputDir.empty()) {
-    mkdir(o.outputDir.c_str(), 0755);
-    for (size_t k = 0; k < globals.size(); ++k) {
-      std::string path = o.outputDir + "/result" + std::to_string(k) + ".npy";
-      writeNpy(path, f.outputs[k].dtype, f.outputs[k].global,
-               globals[k].data());
-      printf("  wrote %s\n", path.c_str());
-    }
-  }
-  if (rank == 0 && o.verify)
-    status = verify(globals);
-  if (o.sample.count > 0) {
-    std::string text =
-        sampleFromStep(ctx, sharded, f, locals, o.tokensArg, o.targetsArg,
-                       o.sampleEntry, o.sample);
-    if (rank == 0)
-      printSample(o.sample, text);
-  }
-  return status;
+int ModuleRun::runOnce() {
+  loadInputs();
+  injectCrash(rank);
+  repeat();
+  reportTimes();
+  saveWeights();
+  writeResults();
+  return rank == 0 && o.verify ? verify({}) : 0;
 }
 
 } // namespace
 
-void resolveDataArgs(const Function &f, RunOptions &o) {
-  namespace key = ::par::manifest::key;
-  if (!o.tokensGiven)
-    if (std::optional<size_t> i = f.inputWithRole(key::kRoleTokens))
-      o.tokensArg = *i;
-  if (!o.targetsGiven)
-    if (std::optional<size_t> i = f.inputWithRole(key::kRoleTargets))
-      o.targetsArg = *i;
-}
-
-int runModule(par_rt_context_t *ctx, const RunOptions &o) {
-  ModuleRun run(ctx, o);
-  return run.run();
+int runModule(par_rt_context_t *ctx, const RunPlan &plan) {
+  ModuleRun run(ctx, plan);
+  if (plan.training() || !plan.options.resume.empty())
+    return runTraining(ctx, plan, run);
+  return run.runOnce();
 }
 
 } // namespace par::tooling

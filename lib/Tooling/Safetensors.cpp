@@ -12,7 +12,7 @@
 
 // The session library's JSON reader (internal to it; shared here rather than
 // duplicated).
-#include "../Runtime/session/Json.h"
+#include "par/Support/Json.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -123,8 +123,8 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
     return false;
   }
   std::string jsonError;
-  std::optional<par::session::JsonValue> root =
-      par::session::JsonValue::parse(header, jsonError);
+  std::optional<par::JsonValue> root =
+      par::JsonValue::parse(header, jsonError);
   if (!root || !root->object()) {
     error = what + " is not a safetensors file (its header is not a JSON "
                    "object" +
@@ -145,8 +145,8 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
     SafetensorsEntry e;
     e.name = name;
     const std::string *dtype = v.getString("dtype");
-    const std::vector<par::session::JsonValue> *shape = v.getArray("shape");
-    const std::vector<par::session::JsonValue> *offsets =
+    const std::vector<par::JsonValue> *shape = v.getArray("shape");
+    const std::vector<par::JsonValue> *offsets =
         v.getArray("data_offsets");
     if (!dtype || !shape || !offsets || offsets->size() != 2 ||
         !(*offsets)[0].integer() || !(*offsets)[1].integer()) {
@@ -160,7 +160,7 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
         e.supported = true;
         e.dtype = d.dtype;
       }
-    for (const par::session::JsonValue &d : *shape) {
+    for (const par::JsonValue &d : *shape) {
       std::optional<int64_t> i = d.integer();
       if (!i || *i < 0) {
         error = tensor + " has a bad shape (expected non-negative integers)";

@@ -50,10 +50,17 @@ std::vector<CheckpointTensor> stepState(const Function &f,
 
 std::vector<std::string> stageStateKeys(const Function &step,
                                         const Function &grad,
-                                        const Function &u) {
+                                        const Function &u,
+                                        std::string *error) {
+  bool failed = false;
   auto fail = [&](const std::string &why) {
-    fatal("--checkpoint: cannot map the state of '" + u.name +
-          "' onto the train step '" + step.name + "': " + why);
+    std::string msg = "cannot map the state of '" + u.name +
+                      "' onto the train step '" + step.name + "': " + why;
+    if (!error)
+      fatal("--checkpoint: " + msg);
+    if (!failed)
+      *error = msg;
+    failed = true;
   };
   size_t N = grad.inputs.size();
   // The step's parameters in result order (results 1..P feed them).
@@ -86,19 +93,23 @@ std::vector<std::string> stageStateKeys(const Function &step,
   size_t P = u.stageArgs.size();
   std::vector<std::string> keys(u.inputs.size());
   auto check = [&](size_t i, size_t stepArg) {
-    if (stepArg >= step.inputs.size() ||
+    if (i >= u.inputs.size() || stepArg >= step.inputs.size() ||
         step.inputs[stepArg].global != u.inputs[i].global ||
         step.inputs[stepArg].dtype != u.inputs[i].dtype)
-      fail("input " + std::to_string(i) + " has no counterpart");
+      return fail("input " + std::to_string(i) + " has no counterpart");
     keys[i] = "arg" + std::to_string(stepArg);
   };
-  if (u.inputs.size() < 2 * P + K * P)
+  if (u.inputs.size() < 2 * P + K * P) {
     fail("it has fewer inputs than parameters, gradients and state");
+    return {};
+  }
   for (size_t j = 0; j < P; ++j) {
     auto it = pos.find(u.stageArgs[j]);
-    if (it == pos.end())
+    if (it == pos.end()) {
       fail("arg" + std::to_string(u.stageArgs[j]) +
            " is not a parameter of the step");
+      return {};
+    }
     check(j, u.stageArgs[j]);
     for (size_t k = 0; k < K; ++k)
       check(2 * P + k * P + j, N + k * PA + it->second);
@@ -109,18 +120,23 @@ std::vector<std::string> stageStateKeys(const Function &step,
       keys[i] = "stage" + std::to_string(u.stage) + ".arg" + std::to_string(i);
       continue;
     }
-    if (e >= extras)
+    if (e >= extras) {
       fail("input " + std::to_string(i) + " is state the step lacks");
+      return {};
+    }
     check(i, N + K * PA + e++);
   }
+  if (failed)
+    return {};
   return keys;
 }
 
-CheckpointMeta runMeta(const Function &stepFn, const RunOptions &o,
+CheckpointMeta runMeta(const Function &stepFn, const RunPlan &plan,
                        const std::string &layout, int64_t step) {
+  const RunOptions &o = plan.options;
   CheckpointMeta m;
   m.step = step;
-  m.seed = o.seed;
+  m.seed = plan.seed;
   m.data = o.data;
   m.dataCrc = o.data.empty() ? 0 : fileCrc32(o.data);
   m.function = stepFn.name;
@@ -130,16 +146,15 @@ CheckpointMeta runMeta(const Function &stepFn, const RunOptions &o,
   return m;
 }
 
-int64_t adoptCheckpoint(RunOptions &o) {
+CheckpointStart readCheckpointStart(const RunOptions &o) {
   CheckpointReader r(o.resume);
   const CheckpointMeta &m = r.meta();
   if (o.seedGiven && o.seed != m.seed)
     fatal("--resume: '" + r.path() + "' was trained with --seed " +
           std::to_string(m.seed) + ", not " + std::to_string(o.seed) +
           " (a resumed run continues the same batches; drop --seed)");
-  o.seed = m.seed;
   if (o.train.steps == 0)
-    return m.step; // an export: no batches
+    return {m.step, m.seed}; // an export: no batches
   if (!m.data.empty() && o.data.empty())
     fatal("--resume: '" + r.path() + "' was trained on --data " + m.data +
           "; give the same corpus to continue");
@@ -149,25 +164,7 @@ int64_t adoptCheckpoint(RunOptions &o) {
   if (!m.data.empty() && fileCrc32(o.data) != m.dataCrc)
     fatal("--resume: --data " + o.data + " is not the corpus '" + r.path() +
           "' was trained on (" + m.data + ": its CRC-32 differs)");
-  return m.step;
-}
-
-bool nothingToTrain(const RunOptions &o, bool print) {
-  if (o.train.steps > o.resumedStep)
-    return false;
-  if (print && o.train.steps > 0)
-    printf("%s: the checkpoint is at step %lld of --steps %lld: nothing to "
-           "train\n",
-           toolName().c_str(), (long long)o.resumedStep,
-           (long long)o.train.steps);
-  return true;
-}
-
-bool checkpointDue(const RunOptions &o, int64_t step) {
-  if (o.checkpoint.dir.empty())
-    return false;
-  return step == o.train.steps ||
-         (o.checkpoint.every > 0 && step % o.checkpoint.every == 0);
+  return {m.step, m.seed};
 }
 
 } // namespace par::tooling

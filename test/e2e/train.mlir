@@ -9,7 +9,7 @@
 // CHECK: step 1/30  loss
 // CHECK: step 30/30  loss
 // CHECK: loss trajectory over 30 steps: {{.*}} OK
-// CHECK-COUNT-5: f64 after 30 steps: max abs error
+// CHECK-COUNT-5: f64 after 30 steps: norm rel error {{.*}} (tolerance 3e-11 = 1e-12 x 30 steps) OK
 // A function that is not a train step cannot be iterated.
 // RUN: not par-run -n 4 %t --entry loss --steps 3 2>&1 | FileCheck %s --check-prefix=NOTSTEP
 // NOTSTEP: 'loss' is not a train step

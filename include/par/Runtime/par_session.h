@@ -166,6 +166,12 @@ par_status_t par_session_lookup_function(par_session_t *session,
                                          const char *name,
                                          par_function_t **out_function);
 
+/* The manifest's functions, in order: their count, and the name of function
+ * `index` (NULL when out of range; owned by the session). */
+int64_t par_session_function_count(const par_session_t *session);
+const char *par_session_function_name(const par_session_t *session,
+                                      int64_t index);
+
 /* The pipeline section par-pipeline-split/par-pipeline-schedule write. */
 
 /* A pipeline action (the manifest's "op" values, in this order). */

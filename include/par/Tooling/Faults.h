@@ -12,8 +12,11 @@
 //   PAR_RUN_INJECT_KILL=R:S  rank R raises SIGKILL on itself before step S:
 //                            par-run names the rank and the signal
 //
-// Steps count from 1, as the train log does. PAR_RUN_INJECT_CRASH=R (a
-// crash before the program runs) is RunModule's.
+//   PAR_RUN_INJECT_CRASH=R   rank R crashes (abort) just before the program
+//                            runs (or trains), while the others wait in
+//                            its collectives
+//
+// Steps count from 1, as the train log does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +31,9 @@ namespace par::tooling {
 /// step: injects the faults the environment asks for on `rank` before
 /// `step`. Cheap when none is asked for.
 void injectStepFaults(int64_t rank, int64_t step);
+
+/// PAR_RUN_INJECT_CRASH: called once before the program runs.
+void injectCrash(int64_t rank);
 
 } // namespace par::tooling
 

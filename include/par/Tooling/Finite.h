@@ -38,8 +38,6 @@
 
 namespace par::tooling {
 
-class TrainStepper;
-
 enum class NonFiniteMode { Error, Skip, Off };
 
 /// "error", "skip" or "off"; nullopt for anything else.
@@ -75,9 +73,6 @@ public:
   /// caller restores the previous parameters and state).
   Action check(int64_t step, double loss,
                const std::vector<UpdatedTensor> &state);
-  /// The same for a TrainStepper's step: its fed-back arguments are the
-  /// state; on Skip the step's feedback is undone.
-  Action afterStep(int64_t step, double loss, TrainStepper &stepper);
   /// --nonfinite skip: rank 0 prints how many of `steps` were skipped.
   void summary(int64_t steps) const;
   int64_t skipped() const { return skippedSteps; }

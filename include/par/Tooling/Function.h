@@ -197,6 +197,8 @@ public:
   std::string manifestPath() const;
   /// "cpu" or "cuda:<chip>" (par_session_target).
   std::string target() const;
+  /// The manifest's functions, in order.
+  std::vector<std::string> functionNames() const;
 
 private:
   par_session_t *session = nullptr;

@@ -29,13 +29,22 @@ std::string makeSessionDir();
 /// Removes `dir` and everything in it.
 void removeTree(const std::string &dir);
 
+/// Where a job's ranks run: mpirun's --hostfile FILE or -H host:slots,...
+/// (both empty: this machine). Every host needs the executable and the
+/// artifact at the same paths; the ranks get the launcher's OpenMP,
+/// OpenBLAS, watchdog and testing variables (mpirun -x).
+struct HostList {
+  std::string hostfile;
+  std::string hosts;
+};
+
 /// Runs this executable (/proc/self/exe) with argv[1..] as the ranks of
-/// `mpirun -n ranks` with a private session directory, forwarding SIGINT,
+/// `mpirun -n ranks` on `hosts` with a private session directory, forwarding SIGINT,
 /// SIGTERM and SIGHUP; returns the job's exit status (non-zero when a rank
 /// failed). When a rank fails, prints which one and how, from the ranks'
 /// records: "<tool>: error: rank 3 was killed by signal 9 (SIGKILL); the
 /// job stopped (the other 7 ranks were stopped by the launcher)".
-int launchJob(int64_t ranks, int argc, char **argv);
+int launchJob(int64_t ranks, const HostList &hosts, int argc, char **argv);
 
 /// Called first by a driver's main. In a process launchJob's mpirun
 /// started: forks; the child (the worker) returns and runs the program,

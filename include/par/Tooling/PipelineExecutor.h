@@ -17,16 +17,18 @@
 #ifndef PAR_TOOLING_PIPELINEEXECUTOR_H
 #define PAR_TOOLING_PIPELINEEXECUTOR_H
 
-#include "par/Tooling/RunModule.h"
+#include "par/Tooling/RunPlan.h"
+#include "par/Runtime/par_runtime.h"
 
 namespace par::tooling {
 
-/// Trains the artifact's pipelined program for o.train.steps steps on this
-/// rank of the job `ctx`; reports the peak activations in flight, writes
-/// the trace (o.trace), samples (o.sample) and verifies the loss trajectory
-/// against the unpipelined step on rank 0 (o.verify). Returns the exit
-/// status. Collective.
-int runPipeline(par_rt_context_t *ctx, const RunOptions &o);
+/// Trains the artifact's pipelined program as `plan` says on this rank of
+/// the job `ctx`, through the train driver (TrainDriver.h) with the
+/// pipelined step executor: besides what every train run reports, the
+/// peak activations in flight and the trace (--trace); --verify checks the
+/// loss trajectory and the final parameters and optimizer state against
+/// the unpipelined step on one rank. Returns the exit status. Collective.
+int runPipeline(par_rt_context_t *ctx, const RunPlan &plan);
 
 } // namespace par::tooling
 

@@ -19,7 +19,7 @@
 #define PAR_TOOLING_TRAINSTATE_H
 
 #include "par/Tooling/Checkpoint.h"
-#include "par/Tooling/RunModule.h"
+#include "par/Tooling/RunPlan.h"
 
 #include <string>
 #include <vector>
@@ -41,28 +41,28 @@ std::vector<CheckpointTensor> stepState(const Function &f,
 /// parameters and optimizer/loss-scale/compression state; "" for its
 /// gradient inputs), given the unpipelined step `step` and its gradient
 /// function `grad` (the forward's argument count). Layout-bound keys start
-/// with "stage".
+/// with "stage". When the layouts do not map: fatal, or with `error`,
+/// sets it and returns no keys.
 std::vector<std::string> stageStateKeys(const Function &step,
                                         const Function &grad,
-                                        const Function &u);
+                                        const Function &u,
+                                        std::string *error = nullptr);
 
 /// The checkpoint record of this run at `step`.
-CheckpointMeta runMeta(const Function &stepFn, const RunOptions &o,
+CheckpointMeta runMeta(const Function &stepFn, const RunPlan &plan,
                        const std::string &layout, int64_t step);
+
+/// Where a resumed run starts: the checkpoint's step and seed.
+struct CheckpointStart {
+  int64_t step = 0;
+  uint64_t seed = 0;
+};
 
 /// par-run --resume: reads the checkpoint's record before the run starts
 /// (also in the launching process, so that a bad directory fails before
-/// any rank starts): its seed becomes the run's (fatal if --seed says
-/// otherwise) and its corpus must be --data's (same contents). Returns
-/// the checkpoint's step.
-int64_t adoptCheckpoint(RunOptions &o);
-
-/// Whether a resumed run has no step left: an export (no --steps), or a
-/// checkpoint at --steps already (`print`: rank 0 says so).
-bool nothingToTrain(const RunOptions &o, bool print);
-
-/// Whether to save a checkpoint after `step` (of `o.train.steps`).
-bool checkpointDue(const RunOptions &o, int64_t step);
+/// any rank starts). Its seed becomes the run's (fatal if --seed says
+/// otherwise) and its corpus must be --data's (same contents).
+CheckpointStart readCheckpointStart(const RunOptions &o);
 
 } // namespace par::tooling
 

@@ -6,13 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Json.h"
+#include "par/Support/Json.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
-namespace par::session {
+namespace par {
 
 std::optional<int64_t> JsonValue::integer() const {
   if (kind_ != Kind::Number || !isInteger_)
@@ -315,4 +315,4 @@ std::optional<JsonValue> JsonValue::parse(const std::string &text,
   return root;
 }
 
-} // namespace par::session
+} // namespace par

@@ -16,7 +16,7 @@
 
 #include "Manifest.h"
 
-#include "Json.h"
+#include "par/Support/Json.h"
 #include "par/Target/Manifest/ManifestSchema.h"
 
 #include <cerrno>

@@ -486,6 +486,17 @@ par_status_t par_session_lookup_function(par_session_t *s, const char *name,
                                                want + "'");
 }
 
+int64_t par_session_function_count(const par_session_t *s) {
+  return int64_t(s->functions.size());
+}
+
+const char *par_session_function_name(const par_session_t *s,
+                                      int64_t index) {
+  if (index < 0 || index >= int64_t(s->functions.size()))
+    return nullptr;
+  return s->functions[index]->spec->name.c_str();
+}
+
 par_status_t par_session_pipeline(par_session_t *s,
                                   par_pipeline_info_t *out) {
   const PipelineSpec &p = s->manifest.pipeline;

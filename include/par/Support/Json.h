@@ -1,15 +1,16 @@
-//===- Json.h - A small JSON reader for manifests ---------------*- C++ -*-===//
+//===- Json.h - A small JSON reader without LLVM ----------------*- C++ -*-===//
 //
-// The session reads manifests without LLVM: a JSON value tree (null, bool,
-// number, string, array, object) and a parser that reports the first error
-// with its line. Numbers keep their integer value when they have one.
-// Internal to the session library (and the tooling's safetensors reader,
-// which shares it).
+// A JSON value tree (null, bool, number, string, array, object) and a parser
+// that reports the first error with its line; numbers keep their integer
+// value when they have one. For the parts of par that link neither LLVM nor
+// MLIR: the session reads manifests with it, the tooling checkpoint records
+// and safetensors headers. Built into the session library
+// (lib/Runtime/session/Json.cpp), which both link.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_RUNTIME_SESSION_JSON_H
-#define PAR_RUNTIME_SESSION_JSON_H
+#ifndef PAR_SUPPORT_JSON_H
+#define PAR_SUPPORT_JSON_H
 
 #include <cstdint>
 #include <map>
@@ -18,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace par::session {
+namespace par {
 
 class JsonValue {
 public:
@@ -70,6 +71,6 @@ private:
   std::map<std::string, JsonValue> object_;
 };
 
-} // namespace par::session
+} // namespace par
 
-#endif // PAR_RUNTIME_SESSION_JSON_H
+#endif // PAR_SUPPORT_JSON_H
