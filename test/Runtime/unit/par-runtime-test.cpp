@@ -28,7 +28,7 @@
 
 #include "par/Runtime/par_runtime.h"
 
-#include "../common/Float16.h"
+#include "common/Float16.h"
 
 #include <dlfcn.h>
 #include <link.h>
