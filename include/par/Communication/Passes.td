@@ -3,7 +3,8 @@
 // The passes of lib/Communication: what the partitioned program's
 // collectives cost and how they travel (gradient reductions in 16 bits or
 // compressed, buckets, asynchronous starts and waits) and the bytes report.
-// In pipeline order.
+// lib/Pipelines runs the first three and the report after partitioning,
+// par-async-collectives after bufferization.
 //
 //===----------------------------------------------------------------------===//
 
