@@ -10,7 +10,8 @@ cp build/docs/Par/ParDialect.md docs/Dialect.md
   echo
   echo "# par passes"
   for lib in ParFrontend:Frontend ParTraining:Training ParPipelining:Pipelining \
-             ParTransforms:Dialect/Par/Transforms ParTargetManifest:Target/Manifest \
+             ParTransforms:Dialect/Par/Transforms ParCommunication:Communication \
+             ParTargetManifest:Target/Manifest \
              ParCodegenCPU:Codegen/CPU ParToRuntime:Conversion/ParToRuntime \
              ParCodegenGPU:Codegen/GPU; do
     name=${lib%%:*}; dir=${lib#*:}

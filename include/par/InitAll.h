@@ -13,6 +13,7 @@
 
 #include "par/Codegen/CPU/Passes.h"
 #include "par/Codegen/GPU/Passes.h"
+#include "par/Communication/Passes.h"
 #include "par/Conversion/ParToRuntime/Passes.h"
 #include "par/Dialect/Par/Extensions/ShardingRuleModels.h"
 #include "par/Dialect/Par/IR/ParDialect.h"
@@ -43,6 +44,7 @@ inline void registerAllParPasses() {
   registerParFrontendPasses();
   registerParFrontendPipelines();
   registerParTransformsPasses();
+  registerParCommunicationPasses();
   registerParTrainingPasses();
   registerParPipeliningPasses();
   registerParToRuntimePasses();

@@ -8,6 +8,7 @@
 #include "par/Pipelines/Pipelines.h"
 #include "par/Codegen/CPU/Passes.h"
 #include "par/Codegen/GPU/Passes.h"
+#include "par/Communication/Passes.h"
 #include "par/Conversion/ParToRuntime/Passes.h"
 #include "par/Dialect/Par/Transforms/Passes.h"
 #include "par/Frontend/Passes.h"

@@ -6,10 +6,12 @@
 // shape, the update is sharded exactly like the parameter, and so is the
 // state it carries. With zero=1 (ZeRO stage 1) annotations shard the state,
 // the gradient it meets and the update further over the data-parallel axes;
-// propagation and partitioning turn them into the collectives.
+// propagation and partitioning turn them into the collectives. The layout
+// is lib/Communication's (ZeRO.h); this file places it on the step.
 //
 //===----------------------------------------------------------------------===//
 
+#include "par/Communication/ZeRO.h"
 #include "par/Training/LossScale.h"
 #include "par/Training/Passes.h"
 
@@ -57,18 +59,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
                                  << static_cast<int64_t>(microBatches) << ")";
       return signalPassFailure();
     }
-    if (zero != 0 && zero != 1) {
-      getOperation().emitError()
-          << "zero must be 0 or 1 (got " << static_cast<int64_t>(zero)
-          << "): only ZeRO stage 1, the optimizer state sharded over the "
-             "data-parallel axes, is implemented";
+    if (failed(verifyZeROOptions(getOperation(), zeroOptions())))
       return signalPassFailure();
-    }
-    if (zero == 0 && !zeroAxes.empty()) {
-      getOperation().emitError() << "zero-axes is given but zero=0 (set "
-                                    "zero=1 to shard the optimizer state)";
-      return signalPassFailure();
-    }
     SmallVector<func::FuncOp> todo;
     for (auto fn : getOperation().getOps<func::FuncOp>())
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
@@ -365,237 +357,102 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     }
   }
 
-  /// The layout of each parameter and of its optimizer state (ZeRO-1:
-  /// the state also over the data-parallel axes). `param[j]` is null when
-  /// parameter j keeps whatever propagation gives it (zero=0, unannotated).
-  struct StatePlan {
-    MeshOp mesh;                     // null without a mesh
-    SmallVector<StringRef> axes;     // zero=1: the data-parallel axes
-    SmallVector<ShardingAttr> param; // per parameter
-    SmallVector<ShardingAttr> state; // per parameter
-  };
-
-  /// Local elements of `type` under `s` on `mesh` (all of them when either
-  /// is null).
-  static int64_t localElements(RankedTensorType type, ShardingAttr s,
-                               MeshOp mesh) {
-    int64_t n = type.getNumElements();
-    if (!s || !mesh)
-      return n;
-    for (int64_t d = 0; d < s.getRank(); ++d)
-      for (StringRef a : s.getDimAxes(d))
-        n /= std::max<int64_t>(1, mesh.getAxisSize(a));
-    return n;
-  }
-
-  /// Decides the state's layout for the step of `fn`: with zero=0 each
-  /// state tensor takes its parameter's annotation; with zero=1 the
-  /// data-parallel axes the parameter is not split over are appended to
-  /// the first dimension whose local size their device count divides.
-  FailureOr<StatePlan> planState(func::FuncOp fn, ArrayRef<unsigned> params) {
+  /// Loss scaling of a pipeline: the policy is the split function's (only
+  /// the last stage reads the scale, but every stage's gradients are
+  /// scaled); null without one.
+  LossScaleAttr findPipelineLossScale() {
     ModuleOp module = getOperation();
-    MLIRContext *ctx = &getContext();
-    StatePlan plan;
-    // The mesh: the data arguments' or parameters' (the first annotation),
-    // else the module's only one.
-    FlatSymbolRefAttr meshRef;
-    for (unsigned i = 0; i < fn.getNumArguments() && !meshRef; ++i)
-      if (auto s = fn.getArgAttrOfType<ShardingAttr>(
-              i, ParDialect::kShardingAttrName))
-        meshRef = s.getMesh();
-    if (!meshRef) {
-      auto meshes = module.getOps<MeshOp>();
-      if (!meshes.empty() && std::next(meshes.begin()) == meshes.end())
-        meshRef = FlatSymbolRefAttr::get((*meshes.begin()).getSymNameAttr());
-    }
-    if (meshRef)
-      plan.mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(fn, meshRef);
-    for (unsigned p : params) {
-      auto s =
-          fn.getArgAttrOfType<ShardingAttr>(p, ParDialect::kShardingAttrName);
-      plan.param.push_back(s ? s.withoutPartial() : ShardingAttr());
-    }
-    plan.state = plan.param;
-    if (zero == 0)
-      return plan;
-
-    if (!plan.mesh) {
-      if (!zeroAxes.empty())
-        return fn.emitOpError("zero-axes names mesh axes, but the module has "
-                              "no single par.mesh the step is on");
-      mlir::emitRemark(fn.getLoc(),
-                       "zero=1 has no effect: no mesh (the optimizer state "
-                       "stays unsharded)");
-      return plan;
-    }
-    // The data-parallel axes: given, or those the data arguments split
-    // their batch dim (0) over, in mesh order.
-    llvm::SetVector<StringRef> axes;
-    if (!zeroAxes.empty()) {
-      for (const std::string &a : zeroAxes) {
-        if (plan.mesh.getAxisSize(a) < 0) {
-          auto diag = fn.emitOpError()
-                      << "zero-axes: unknown mesh axis '" << a << "' (mesh @"
-                      << plan.mesh.getSymName() << " has";
-          for (Attribute n : plan.mesh.getAxisNames())
-            diag << " '" << cast<StringAttr>(n).getValue() << "'";
-          return diag << ")";
-        }
-        if (!axes.insert(
-                cast<StringAttr>(
-                    plan.mesh.getAxisNames()[plan.mesh.getAxisIndex(a)])
-                    .getValue()))
-          return fn.emitOpError()
-                 << "zero-axes: mesh axis '" << a << "' is listed twice";
-      }
-    } else {
-      llvm::DenseSet<StringRef> batchAxes;
-      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-        if (fn.getArgAttr(i, ParDialect::kParamAttrName) ||
-            fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
-          continue;
-        auto s =
-            fn.getArgAttrOfType<ShardingAttr>(i, ParDialect::kShardingAttrName);
-        if (s && s.getRank() > 0 && s.getMesh() == meshRef)
-          for (StringRef a : s.getDimAxes(0))
-            batchAxes.insert(a);
-      }
-      for (Attribute n : plan.mesh.getAxisNames())
-        if (batchAxes.contains(cast<StringAttr>(n).getValue()))
-          axes.insert(cast<StringAttr>(n).getValue());
-    }
-    plan.axes.assign(axes.begin(), axes.end());
-    if (plan.axes.empty()) {
-      mlir::emitRemark(fn.getLoc(),
-                       "zero=1 has no effect: no data argument splits its dim "
-                       "0 over a mesh axis and zero-axes is empty (the "
-                       "optimizer state stays sharded like its parameter)");
-      return plan;
-    }
-    for (auto [j, p] : llvm::enumerate(params)) {
-      auto type = cast<RankedTensorType>(fn.getArgumentTypes()[p]);
-      // Pinned: an unannotated parameter would otherwise take the state's
-      // split from the update and be gathered in the forward.
-      ShardingAttr ps = plan.param[j];
-      if (!ps)
-        ps = ShardingAttr::getReplicated(ctx, meshRef, type.getRank());
-      else if (ps.getMesh() != meshRef)
-        return fn.emitOpError()
-               << "zero=1: parameter #" << p << " is on mesh " << ps.getMesh()
-               << ", the data-parallel axes on " << meshRef;
-      plan.param[j] = ps;
-      plan.state[j] = ps;
-      llvm::DenseSet<StringRef> used;
-      SmallVector<SmallVector<StringRef>> dims;
-      for (int64_t d = 0; d < ps.getRank(); ++d) {
-        dims.push_back(ps.getDimAxes(d));
-        used.insert(dims.back().begin(), dims.back().end());
-      }
-      SmallVector<StringRef> mine;
-      int64_t n = 1;
-      for (StringRef a : plan.axes)
-        if (!used.contains(a)) {
-          mine.push_back(a);
-          n *= plan.mesh.getAxisSize(a);
-        }
-      if (mine.empty() || n == 1)
-        continue;
-      bool placed = false;
-      for (int64_t d = 0; d < type.getRank() && !placed; ++d) {
-        if (type.isDynamicDim(d))
-          continue;
-        int64_t split = 1;
-        for (StringRef a : dims[d])
-          split *= plan.mesh.getAxisSize(a);
-        if (type.getDimSize(d) % (split * n) != 0)
-          continue;
-        llvm::append_range(dims[d], mine);
-        plan.state[j] = ShardingAttr::get(ctx, meshRef, dims);
-        placed = true;
-      }
-      if (!placed)
-        mlir::emitRemark(fn.getArgument(p).getLoc())
-            << "zero=1: parameter #" << p << " (" << type
-            << ") has no dimension that " << n
-            << " devices divide: its optimizer state and update "
-               "stay unsharded over the data-parallel axes";
-    }
-    return plan;
+    LossScaleAttr lossScale;
+    if (auto pipe =
+            module->getAttrOfType<PipelineAttr>(ParDialect::kPipelineAttrName))
+      if (auto split = module.lookupSymbol<func::FuncOp>(pipe.getFunc()))
+        for (unsigned i = 0; i < split.getNumArguments(); ++i)
+          if (auto ls = split.getArgAttrOfType<LossScaleAttr>(
+                  i, ParDialect::kLossScaleAttrName))
+            lossScale = ls;
+    return lossScale;
   }
 
-  /// `[{}, {"tp"}]`: a sharding's per-dimension axes, without the mesh.
-  static void printDims(llvm::raw_ostream &os, ShardingAttr s) {
-    if (!s) {
-      os << "(open)";
-      return;
+  /// The stage update function `name` of the stage `fn` with parameters
+  /// `params` (see buildUpdate), with its attributes and no body: the
+  /// parameters keep their initialisers and names, gradients and state
+  /// share their parameter's sharding, state starts at zero, t at one, the
+  /// loss scale state at the policy's values. `scaleArg` is set to the
+  /// scale's argument (after t).
+  func::FuncOp createStageUpdate(OpBuilder &b, func::FuncOp fn,
+                                 DenseI64ArrayAttr stageArgs,
+                                 ArrayRef<unsigned> params, StringRef name,
+                                 LossScaleAttr lossScale, unsigned &scaleArg) {
+    MLIRContext *ctx = b.getContext();
+    unsigned P = params.size(), K = stateKinds();
+    Type lossType = fn.getResultTypes()[0];
+    bool hasStep = optimizer == "adamw" || schedule == "cosine";
+    SmallVector<Type> types, resultTypes;
+    for (unsigned rep = 0; rep < 2 + K; ++rep)
+      for (unsigned p : params)
+        types.push_back(fn.getArgumentTypes()[p]);
+    for (unsigned rep = 0; rep < 1 + K; ++rep)
+      for (unsigned p : params)
+        resultTypes.push_back(fn.getArgumentTypes()[p]);
+    if (hasStep) {
+      types.push_back(lossType);
+      resultTypes.push_back(lossType);
     }
-    os << "[";
-    for (int64_t d = 0; d < s.getRank(); ++d) {
-      os << (d ? ", {" : "{");
-      llvm::interleaveComma(s.getDimAxes(d), os,
-                            [&](StringRef a) { os << "\"" << a << "\""; });
-      os << "}";
+    // The scale state after the optimizer's (fed back like it: result
+    // P + i is state argument 2P + i), then the all-finite flag.
+    auto scalarF32 = RankedTensorType::get({}, Float32Type::get(ctx));
+    scaleArg = types.size();
+    if (lossScale) {
+      types.append(3, scalarF32);
+      resultTypes.append(4, scalarF32);
     }
-    os << "]";
-  }
-
-  /// `report=true`: the state's layout and bytes per rank, and the ring
-  /// bytes per step of the gradient reduction and the parameter gather
-  /// (docs/Formulas.md) over the data-parallel axes.
-  void printStateReport(func::FuncOp step, func::FuncOp fn,
-                        ArrayRef<unsigned> params, const StatePlan &plan) {
-    unsigned K = stateKinds();
-    llvm::raw_ostream &os = llvm::outs();
-    os << "par-optimizer: @" << step.getName() << " " << optimizer
-       << " zero=" << static_cast<int64_t>(zero);
-    if (!plan.axes.empty()) {
-      os << " over [";
-      llvm::interleaveComma(plan.axes, os,
-                            [&](StringRef a) { os << "\"" << a << "\""; });
-      os << "]";
-    }
-    os << "\n";
-    int64_t stateBytes = 0, stateBytes0 = 0;
-    double reduceBytes = 0, gatherBytes = 0;
+    auto update = func::FuncOp::create(b, fn.getLoc(), name,
+                                       b.getFunctionType(types, resultTypes));
+    SmallVector<int64_t> origIdx;
     for (auto [j, p] : llvm::enumerate(params)) {
-      auto type = cast<RankedTensorType>(fn.getArgumentTypes()[p]);
-      int64_t eb = type.getElementTypeBitWidth() / 8;
-      int64_t local0 = localElements(type, plan.param[j], plan.mesh) * eb;
-      int64_t local = localElements(type, plan.state[j], plan.mesh) * eb;
-      stateBytes0 += K * local0;
-      stateBytes += K * local;
-      if (zero == 0)
-        continue;
-      os << "  #" << p << " " << type << " ";
-      printDims(os, plan.param[j]);
-      os << ": state ";
-      printDims(os, plan.state[j]);
-      os << ", " << K * local << " bytes per rank (zero=0: " << K * local0
-         << ")\n";
-      if (local0 != local) {
-        double n = static_cast<double>(local0) / local;
-        reduceBytes += (n - 1) / n * local0;
-        gatherBytes += (n - 1) / n * local0;
+      origIdx.push_back(stageArgs[p]);
+      Attribute sharding = fn.getArgAttr(p, ParDialect::kShardingAttrName);
+      for (unsigned rep = 0; rep < 2 + K; ++rep) {
+        unsigned a = rep * P + j;
+        if (sharding)
+          update.setArgAttr(a, ParDialect::kShardingAttrName, sharding);
+        if (rep >= 2)
+          update.setArgAttr(a, ParDialect::kInitAttrName,
+                            InitAttr::get(ctx, InitKind::Zeros));
       }
+      // The parameter (argument j) keeps its initialiser and names; its
+      // gradient and state take none.
+      for (StringRef a : {ParDialect::kInitAttrName, ParDialect::kNameAttrName,
+                          ParDialect::kAliasesAttrName})
+        if (Attribute attr = fn.getArgAttr(p, a))
+          update.setArgAttr(j, a, attr);
+      for (unsigned rep = 0; rep < 1 + K; ++rep)
+        if (sharding)
+          update.setResultAttr(rep * P + j, ParDialect::kShardingAttrName,
+                               sharding);
     }
-    os << "  optimizer state per rank: " << stateBytes << " bytes";
-    if (zero != 0) {
-      os << " (zero=0: " << stateBytes0;
-      if (stateBytes > 0 && stateBytes != stateBytes0)
-        os << llvm::formatv(", {0:F2}x less",
-                            static_cast<double>(stateBytes0) / stateBytes);
-      os << ")";
+    if (hasStep)
+      update.setArgAttr(scaleArg - 1, ParDialect::kInitAttrName,
+                        InitAttr::get(ctx, InitKind::Ones));
+    if (lossScale) {
+      update.setArgAttr(scaleArg, ParDialect::kLossScaleAttrName, lossScale);
+      update.setArgAttr(scaleArg, ParDialect::kInitAttrName,
+                        InitAttr::get(ctx, InitKind::Fill,
+                                      lossScale.getInitValue()));
+      update.setArgAttr(scaleArg + 1, ParDialect::kInitAttrName,
+                        InitAttr::get(ctx, InitKind::Zeros));
+      update.setArgAttr(scaleArg + 2, ParDialect::kInitAttrName,
+                        InitAttr::get(ctx, InitKind::Fill,
+                                      (double)lossScale.getHysteresis()));
+      int64_t scaleResult = scaleArg - P;
+      update->setAttr(ParDialect::kLossScaleResultsAttrName,
+                      b.getDenseI64ArrayAttr({scaleResult, scaleResult + 3}));
     }
-    if (plan.param.empty() ||
-        llvm::any_of(plan.param, [](ShardingAttr s) { return !s; }))
-      os << " (unannotated parameters counted as replicated)";
-    os << "\n";
-    if (zero != 0 && gatherBytes > 0)
-      os << llvm::formatv(
-          "  zero-sharded gradients per step and rank (ring): reduce_scatter "
-          "{0} + all_gather {1} = {2} bytes, the all_reduce's 2(n-1)/n*S\n",
-          static_cast<int64_t>(reduceBytes), static_cast<int64_t>(gatherBytes),
-          static_cast<int64_t>(reduceBytes + gatherBytes));
+    update->setAttr(ParDialect::kStageAttrName,
+                    fn->getAttr(ParDialect::kStageAttrName));
+    update->setAttr(ParDialect::kStageArgsAttrName,
+                    b.getDenseI64ArrayAttr(origIdx));
+    return update;
   }
 
   /// For a pipeline stage (par-pipeline-split's `f_s<k>`): `f_s<k>_update(
@@ -613,16 +470,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       return fn.emitOpError("is a pipeline stage without par.stage_args or "
                             "its gradient (run par-pipeline-split, then "
                             "par-autodiff)");
-    // Loss scaling: the policy is the split function's (only the last
-    // stage reads the scale, but every stage's gradients are scaled).
-    LossScaleAttr lossScale;
-    if (auto pipe =
-            module->getAttrOfType<PipelineAttr>(ParDialect::kPipelineAttrName))
-      if (auto split = module.lookupSymbol<func::FuncOp>(pipe.getFunc()))
-        for (unsigned i = 0; i < split.getNumArguments(); ++i)
-          if (auto ls = split.getArgAttrOfType<LossScaleAttr>(
-                  i, ParDialect::kLossScaleAttrName))
-            lossScale = ls;
+    LossScaleAttr lossScale = findPipelineLossScale();
     FlatSymbolRefAttr decisionMesh;
     if (lossScale) {
       FailureOr<FlatSymbolRefAttr> mesh = getDecisionMesh(module, fn);
@@ -643,81 +491,17 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       if (fn.getArgAttr(i, ParDialect::kParamAttrName))
         params.push_back(i);
     unsigned P = params.size(), K = stateKinds();
-    Type lossType = fn.getResultTypes()[0];
     bool hasStep = optimizer == "adamw" || schedule == "cosine";
-    SmallVector<Type> types, resultTypes;
-    for (unsigned rep = 0; rep < 2 + K; ++rep)
-      for (unsigned p : params)
-        types.push_back(fn.getArgumentTypes()[p]);
-    for (unsigned rep = 0; rep < 1 + K; ++rep)
-      for (unsigned p : params)
-        resultTypes.push_back(fn.getArgumentTypes()[p]);
-    if (hasStep) {
-      types.push_back(lossType);
-      resultTypes.push_back(lossType);
-    }
-    // The scale state after the optimizer's (fed back like it: result
-    // P + i is state argument 2P + i), then the all-finite flag.
-    auto scalarF32 = RankedTensorType::get({}, Float32Type::get(&getContext()));
-    unsigned scaleArg = types.size();
-    if (lossScale) {
-      types.append(3, scalarF32);
-      resultTypes.append(4, scalarF32);
-    }
     std::string name = (fn.getName() + "_update").str();
     if (module.lookupSymbol(name))
-      return fn.emitOpError() << "cannot create '" << name
-                              << "': the symbol exists";
+      return fn.emitOpError()
+             << "cannot create '" << name << "': the symbol exists";
     OpBuilder b(&getContext());
     b.setInsertionPointAfter(grad);
     Location loc = fn.getLoc();
-    auto update = func::FuncOp::create(b, loc, name,
-                                       b.getFunctionType(types, resultTypes));
-    SmallVector<int64_t> origIdx;
-    for (auto [j, p] : llvm::enumerate(params)) {
-      origIdx.push_back(stageArgs[p]);
-      Attribute sharding = fn.getArgAttr(p, ParDialect::kShardingAttrName);
-      for (unsigned rep = 0; rep < 2 + K; ++rep) {
-        unsigned a = rep * P + j;
-        if (sharding)
-          update.setArgAttr(a, ParDialect::kShardingAttrName, sharding);
-        if (rep >= 2)
-          update.setArgAttr(a, ParDialect::kInitAttrName,
-                            InitAttr::get(b.getContext(), InitKind::Zeros));
-      }
-      // The parameter (argument j) keeps its initialiser and names; its
-      // gradient and state take none.
-      for (StringRef a : {ParDialect::kInitAttrName, ParDialect::kNameAttrName,
-                          ParDialect::kAliasesAttrName})
-        if (Attribute attr = fn.getArgAttr(p, a))
-          update.setArgAttr(j, a, attr);
-      for (unsigned rep = 0; rep < 1 + K; ++rep)
-        if (sharding)
-          update.setResultAttr(rep * P + j, ParDialect::kShardingAttrName,
-                               sharding);
-    }
-    if (hasStep)
-      update.setArgAttr(scaleArg - 1, ParDialect::kInitAttrName,
-                        InitAttr::get(b.getContext(), InitKind::Ones));
-    if (lossScale) {
-      MLIRContext *ctx = b.getContext();
-      update.setArgAttr(scaleArg, ParDialect::kLossScaleAttrName, lossScale);
-      update.setArgAttr(scaleArg, ParDialect::kInitAttrName,
-                        InitAttr::get(ctx, InitKind::Fill,
-                                      lossScale.getInitValue()));
-      update.setArgAttr(scaleArg + 1, ParDialect::kInitAttrName,
-                        InitAttr::get(ctx, InitKind::Zeros));
-      update.setArgAttr(scaleArg + 2, ParDialect::kInitAttrName,
-                        InitAttr::get(ctx, InitKind::Fill,
-                                      (double)lossScale.getHysteresis()));
-      int64_t scaleResult = scaleArg - P;
-      update->setAttr(ParDialect::kLossScaleResultsAttrName,
-                      b.getDenseI64ArrayAttr({scaleResult, scaleResult + 3}));
-    }
-    update->setAttr(ParDialect::kStageAttrName,
-                    fn->getAttr(ParDialect::kStageAttrName));
-    update->setAttr(ParDialect::kStageArgsAttrName,
-                    b.getDenseI64ArrayAttr(origIdx));
+    unsigned scaleArg = 0;
+    func::FuncOp update =
+        createStageUpdate(b, fn, stageArgs, params, name, lossScale, scaleArg);
     fn->setAttr(ParDialect::kUpdateAttrName, FlatSymbolRefAttr::get(update));
     Block *body = update.addEntryBlock();
     b.setInsertionPointToStart(body);
@@ -751,47 +535,58 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     return success();
   }
 
-  LogicalResult buildStep(func::FuncOp fn) {
-    ModuleOp module = getOperation();
-    auto grad = dyn_cast_or_null<func::FuncOp>(
-        getLinkedFunction(fn, ParDialect::kGradAttrName).getOperation());
-    if (!grad)
-      return fn.emitOpError("has parameters but no gradient function recorded "
-                            "(run par-autodiff first)");
-    SmallVector<unsigned> params;
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (fn.getArgAttr(i, ParDialect::kParamAttrName))
-        params.push_back(i);
-    if (grad.getNumResults() != params.size() + 1)
-      return grad.emitOpError("does not return the loss and one gradient per "
-                              "parameter");
-    FailureOr<StatePlan> plan = planState(fn, params);
-    if (failed(plan))
-      return failure();
-    MLIRContext *ctx = &getContext();
-    Location loc = fn.getLoc();
-    OpBuilder b(ctx);
-    b.setInsertionPointAfter(grad);
+  /// par-optimizer's zero and zero-axes options, as ZeRO.h takes them.
+  ZeROOptions zeroOptions() { return ZeROOptions{zero, *zeroAxes}; }
 
-    // Loss scaling (par-loss-scale): f's scale argument is state too.
-    int64_t scaleIdx = -1;
+  /// Where the train step `f_step` built from `f` keeps what. Arguments:
+  /// f's (every data argument with an m-fold dim 0 under micro-batches),
+  /// the state grouped by kind, the step number t, the loss scale's
+  /// good-step count and hysteresis tracker (the scale itself is one of f's
+  /// arguments). Results: the loss, the new parameters, the new state,
+  /// t + 1, then the next scale, good-step count and hysteresis tracker and
+  /// the all-finite flag.
+  struct StepSignature {
+    /// f's parameter arguments.
+    SmallVector<unsigned> params;
+    unsigned numFnArgs = 0;
+    unsigned statePerParam = 0;
+    /// The step number t: AdamW's bias correction and the schedule need it.
+    bool hasStep = false;
+    int64_t tIdx = -1;
+    /// par-loss-scale's policy (null without loss scaling), the mesh the
+    /// all-finite decision spans, and the scale state's arguments.
     LossScaleAttr lossScale;
+    FlatSymbolRefAttr decisionMesh;
+    int64_t scaleIdx = -1, goodIdx = -1, hystIdx = -1;
+
+    /// The state argument of kind `k` of parameter `j`.
+    unsigned stateArg(unsigned k, unsigned j) const {
+      return numFnArgs + k * params.size() + j;
+    }
+  };
+
+  /// Loss scaling (par-loss-scale): f's scale argument is state too.
+  LogicalResult findLossScale(func::FuncOp fn, StepSignature &sig) {
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
       if (auto ls = fn.getArgAttrOfType<LossScaleAttr>(
               i, ParDialect::kLossScaleAttrName)) {
-        scaleIdx = i;
-        lossScale = ls;
+        sig.scaleIdx = i;
+        sig.lossScale = ls;
       }
-    FlatSymbolRefAttr decisionMesh;
-    if (lossScale) {
-      FailureOr<FlatSymbolRefAttr> mesh = getDecisionMesh(module, fn);
-      if (failed(mesh))
-        return failure();
-      decisionMesh = *mesh;
-    }
+    if (!sig.lossScale)
+      return success();
+    FailureOr<FlatSymbolRefAttr> mesh = getDecisionMesh(getOperation(), fn);
+    if (failed(mesh))
+      return failure();
+    sig.decisionMesh = *mesh;
+    return success();
+  }
 
-    // Signature: f's arguments, then the state.
-    unsigned statePerParam = stateKinds();
+  /// The step's type (StepSignature); sets the positions of t and of the
+  /// scale state. Fails when micro-batches cannot be stacked.
+  FailureOr<FunctionType> stepType(func::FuncOp fn, func::FuncOp grad,
+                                   StepSignature &sig) {
+    MLIRContext *ctx = &getContext();
     SmallVector<Type> argTypes(fn.getArgumentTypes());
     // With micro-batches, f is the program of one micro-batch and the step
     // takes m of them: every data argument's dim 0 grows m-fold.
@@ -810,50 +605,49 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         shape[0] *= microBatches;
         type = RankedTensorType::get(shape, tt.getElementType());
       }
-    for (unsigned k = 0; k < statePerParam; ++k)
-      for (unsigned p : params)
+    for (unsigned k = 0; k < sig.statePerParam; ++k)
+      for (unsigned p : sig.params)
         argTypes.push_back(fn.getArgumentTypes()[p]);
     Type lossType = grad.getResultTypes()[0];
-    bool adamw = optimizer == "adamw";
-    bool cosine = schedule == "cosine";
-    // The step number t: AdamW's bias correction and the schedule need it.
-    bool hasStep = adamw || cosine;
-    int64_t tIdx = hasStep ? (int64_t)argTypes.size() : -1;
-    if (hasStep)
+    sig.hasStep = optimizer == "adamw" || schedule == "cosine";
+    if (sig.hasStep) {
+      sig.tIdx = argTypes.size();
       argTypes.push_back(lossType);
+    }
     // The scale state after the scale (an argument of f): the good-step
     // count and the hysteresis tracker.
-    auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
-    int64_t goodIdx = -1, hystIdx = -1;
-    if (lossScale) {
-      goodIdx = argTypes.size();
+    auto scalarF32 = RankedTensorType::get({}, Float32Type::get(ctx));
+    if (sig.lossScale) {
+      sig.goodIdx = argTypes.size();
       argTypes.push_back(scalarF32);
-      hystIdx = argTypes.size();
+      sig.hystIdx = argTypes.size();
       argTypes.push_back(scalarF32);
     }
     SmallVector<Type> resultTypes{lossType};
-    for (unsigned p : params)
+    for (unsigned p : sig.params)
       resultTypes.push_back(fn.getArgumentTypes()[p]);
-    for (unsigned k = 0; k < statePerParam; ++k)
-      for (unsigned p : params)
+    for (unsigned k = 0; k < sig.statePerParam; ++k)
+      for (unsigned p : sig.params)
         resultTypes.push_back(fn.getArgumentTypes()[p]);
-    if (hasStep)
+    if (sig.hasStep)
       resultTypes.push_back(lossType);
     // Then the next scale, good-step count and hysteresis tracker, and the
     // all-finite flag (1: the step was taken).
-    if (lossScale)
+    if (sig.lossScale)
       resultTypes.append(4, scalarF32);
+    return FunctionType::get(ctx, argTypes, resultTypes);
+  }
 
-    std::string name = (fn.getName() + "_step").str();
-    if (module.lookupSymbol(name))
-      return fn.emitOpError() << "cannot create '" << name
-                              << "': the symbol exists";
-    auto step = func::FuncOp::create(b, loc, name,
-                                     b.getFunctionType(argTypes, resultTypes));
-    // Keep the user's shardings, initialisers and the frontend's names and
-    // data roles (parameters and data arguments keep theirs; state
-    // arguments get none); state arguments share their parameter's
-    // sharding.
+  /// The step's argument and result attributes: f's shardings, initialisers
+  /// and the frontend's names and data roles (parameters and data arguments
+  /// keep theirs; state arguments get none); the state's initialisers and
+  /// layout; with ZeRO-1 every parameter (and its result) pinned to its
+  /// layout, and the state results to theirs, so that the feedback needs
+  /// no resharding.
+  void annotateStep(func::FuncOp step, func::FuncOp fn,
+                    const StepSignature &sig,
+                    const OptimizerStateLayout &layout) {
+    MLIRContext *ctx = &getContext();
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
       for (StringRef a :
            {ParDialect::kShardingAttrName, ParDialect::kInitAttrName,
@@ -864,203 +658,207 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           step.setArgAttr(i, a, s);
     // State starts at zero; the step number at one; the hysteresis tracker
     // at the policy's hysteresis.
-    for (unsigned i = fn.getNumArguments(); i < argTypes.size(); ++i)
+    for (unsigned i = fn.getNumArguments(); i < step.getNumArguments(); ++i)
       step.setArgAttr(i, ParDialect::kInitAttrName,
-                      (int64_t)i == hystIdx
-                          ? InitAttr::get(b.getContext(), InitKind::Fill,
-                                          (double)lossScale.getHysteresis())
-                          : InitAttr::get(b.getContext(),
-                                          (int64_t)i == tIdx ? InitKind::Ones
-                                                             : InitKind::Zeros));
-    for (unsigned k = 0; k < statePerParam; ++k)
-      for (auto [j, p] : llvm::enumerate(params))
-        if (ShardingAttr s = plan->state[j])
-          step.setArgAttr(fn.getNumArguments() + k * params.size() + j,
-                          ParDialect::kShardingAttrName, s);
-    // ZeRO-1 pins every parameter (and its result) to its layout, and the
-    // state results to theirs, so that the feedback needs no resharding.
-    if (zero != 0)
-      for (auto [j, p] : llvm::enumerate(params)) {
-        step.setArgAttr(p, ParDialect::kShardingAttrName, plan->param[j]);
-        step.setResultAttr(1 + j, ParDialect::kShardingAttrName,
-                           plan->param[j]);
-        for (unsigned k = 0; k < statePerParam; ++k)
-          step.setResultAttr(1 + (1 + k) * params.size() + j,
-                             ParDialect::kShardingAttrName, plan->state[j]);
-      }
-    Block *body = step.addEntryBlock();
-    b.setInsertionPointToStart(body);
-    ValueRange args = body->getArguments();
-    SmallVector<Value> newState;
-    Value t = hasStep ? args[tIdx] : Value();
-    SmallVector<Value> grads;
-    Value loss;
+                      (int64_t)i == sig.hystIdx
+                          ? InitAttr::get(ctx, InitKind::Fill,
+                                          (double)sig.lossScale.getHysteresis())
+                          : InitAttr::get(ctx, (int64_t)i == sig.tIdx
+                                                   ? InitKind::Ones
+                                                   : InitKind::Zeros));
+    unsigned P = sig.params.size();
+    for (unsigned k = 0; k < sig.statePerParam; ++k)
+      for (unsigned j = 0; j < P; ++j)
+        if (ShardingAttr s = layout.state[j])
+          step.setArgAttr(sig.stateArg(k, j), ParDialect::kShardingAttrName, s);
+    if (zero == 0)
+      return;
+    for (auto [j, p] : llvm::enumerate(sig.params)) {
+      step.setArgAttr(p, ParDialect::kShardingAttrName, layout.param[j]);
+      step.setResultAttr(1 + j, ParDialect::kShardingAttrName, layout.param[j]);
+      for (unsigned k = 0; k < sig.statePerParam; ++k)
+        step.setResultAttr(1 + (1 + k) * P + j, ParDialect::kShardingAttrName,
+                           layout.state[j]);
+    }
+  }
+
+  /// The loss and the gradients in the step's body: one call of the
+  /// gradient function, or with micro-batches one per micro-batch, their
+  /// losses and gradients summed and scaled by 1/m.
+  void emitGradients(OpBuilder &b, Location loc, func::FuncOp step,
+                     func::FuncOp fn, func::FuncOp grad, unsigned numParams,
+                     Value &loss, SmallVector<Value> &grads) {
+    ValueRange fnArgs = step.getArguments().take_front(fn.getNumArguments());
     if (microBatches == 1) {
-      auto call = func::CallOp::create(
-          b, loc, grad, args.take_front(fn.getNumArguments()));
+      auto call = func::CallOp::create(b, loc, grad, fnArgs);
       loss = call.getResult(0);
-      for (unsigned j = 0; j < params.size(); ++j)
+      for (unsigned j = 0; j < numParams; ++j)
         grads.push_back(call.getResult(1 + j));
-    } else {
-      SmallVector<SmallVector<Value>> slices =
-          splitMicroBatches(b, fn, args.take_front(fn.getNumArguments()));
-      // Sum the micro-batches' losses and gradients, then scale by 1/m.
-      SmallVector<Value> sums;
-      for (ArrayRef<Value> operands : slices) {
-        auto call = func::CallOp::create(b, loc, grad, operands);
-        if (sums.empty()) {
-          sums.assign(call.getResults().begin(), call.getResults().end());
-          continue;
-        }
-        for (auto [k, r] : llvm::enumerate(call.getResults()))
-          sums[k] = elementwise(b, loc, sums[k], r,
-                                [](OpBuilder &nb, Location l, ValueRange a) {
-                                  return arith::AddFOp::create(nb, l, a[0], a[1]);
-                                });
+      return;
+    }
+    SmallVector<SmallVector<Value>> slices = splitMicroBatches(b, fn, fnArgs);
+    SmallVector<Value> sums;
+    for (ArrayRef<Value> operands : slices) {
+      auto call = func::CallOp::create(b, loc, grad, operands);
+      if (sums.empty()) {
+        sums.assign(call.getResults().begin(), call.getResults().end());
+        continue;
       }
-      averageOverMicroBatches(b, loc, sums);
-      loss = sums[0];
-      grads.assign(sums.begin() + 1, sums.end());
-      step->setAttr(ParDialect::kMicroBatchesAttrName,
-                    b.getI64IntegerAttr(microBatches));
+      for (auto [k, r] : llvm::enumerate(call.getResults()))
+        sums[k] = elementwise(b, loc, sums[k], r,
+                              [](OpBuilder &nb, Location l, ValueRange a) {
+                                return arith::AddFOp::create(nb, l, a[0], a[1]);
+                              });
     }
-    SmallVector<Value> results{loss};
+    averageOverMicroBatches(b, loc, sums);
+    loss = sums[0];
+    grads.assign(sums.begin() + 1, sums.end());
+    step->setAttr(ParDialect::kMicroBatchesAttrName,
+                  b.getI64IntegerAttr(microBatches));
+  }
 
-    // ZeRO-1: each gradient is wanted like its state, from here on (the
-    // unscale, the clipping and the update run on the local block). The
-    // gradient arrives reduced over the data-parallel axes, so this is a
-    // local slice; reducing straight into the slice (a reduce_scatter) is
-    // par-sink-reductions' rewrite.
-    auto isZeroSharded = [&](unsigned j) {
-      return zero != 0 && plan->state[j] != plan->param[j];
-    };
-    for (auto [j, g] : llvm::enumerate(grads))
-      if (isZeroSharded(j))
-        g = ShardingConstraintOp::create(b, loc, g.getType(), g,
-                                         plan->state[j]);
-
-    // Loss scaling: the gradients are of scale * loss. Unscale them (what
-    // clipping and the update see), then decide, over every device, whether
-    // all of them are finite.
-    Value finite;
-    if (lossScale) {
-      finite = buildUnscaleAndDecide(b, loc, args[scaleIdx], grads,
-                                     decisionMesh);
-    }
-
-    // Clipping by the global norm: one scalar factor for all gradients.
-    if (clipNorm > 0) {
-      auto scalarType = cast<RankedTensorType>(lossType);
-      Type st = scalarType.getElementType();
-      Value total;
-      for (Value g : grads) {
-        auto gt = cast<RankedTensorType>(g.getType());
-        Value zero = arith::ConstantOp::create(b, loc, st, b.getFloatAttr(st, 0));
-        Value init = linalg::FillOp::create(
-                         b, loc, zero,
-                         tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, st)
-                             .getResult())
-                         .getResult(0);
-        SmallVector<utils::IteratorType> red(gt.getRank(),
-                                             utils::IteratorType::reduction);
-        Value sq = linalg::GenericOp::create(
-                       b, loc, TypeRange{scalarType}, ValueRange{g},
-                       ValueRange{init},
-                       ArrayRef<AffineMap>{b.getMultiDimIdentityMap(gt.getRank()),
-                                           AffineMap::get(gt.getRank(), 0, {}, ctx)},
-                       red,
-                       [&](OpBuilder &nb, Location l, ValueRange a) {
-                         Value m = arith::MulFOp::create(nb, l, a[0], a[0]);
-                         linalg::YieldOp::create(
-                             nb, l, ValueRange{arith::AddFOp::create(nb, l, a[1], m)});
-                       })
+  /// Clipping by the global norm: every gradient times one scalar factor
+  /// min(1, clip-norm / (sqrt(sum of squares) + 1e-6)), a rank-0 tensor of
+  /// the loss's type `lossType`.
+  void clipByGlobalNorm(OpBuilder &b, Location loc, Type lossType,
+                        MutableArrayRef<Value> grads) {
+    MLIRContext *ctx = b.getContext();
+    auto scalarType = cast<RankedTensorType>(lossType);
+    Type st = scalarType.getElementType();
+    Value total;
+    for (Value g : grads) {
+      auto gt = cast<RankedTensorType>(g.getType());
+      Value zeroValue =
+          arith::ConstantOp::create(b, loc, st, b.getFloatAttr(st, 0));
+      Value init = linalg::FillOp::create(
+                       b, loc, zeroValue,
+                       tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, st)
+                           .getResult())
                        .getResult(0);
-        total = total ? arith::AddFOp::create(b, loc, total, sq).getResult() : sq;
-      }
-      // factor = min(1, c / (sqrt(total) + 1e-6)), as a scalar tensor.
-      Value factor = linalg::GenericOp::create(
-                         b, loc, TypeRange{scalarType}, ValueRange{total},
-                         ValueRange{tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, st)},
-                         ArrayRef<AffineMap>{AffineMap::get(0, 0, {}, ctx),
-                                             AffineMap::get(0, 0, {}, ctx)},
-                         ArrayRef<utils::IteratorType>{},
-                         [&](OpBuilder &nb, Location l, ValueRange a) {
-                           Value norm = arith::AddFOp::create(
-                               nb, l, math::SqrtOp::create(nb, l, a[0]),
-                               arith::ConstantOp::create(nb, l, st, nb.getFloatAttr(st, 1e-6)));
-                           Value f = arith::DivFOp::create(
-                               nb, l,
-                               arith::ConstantOp::create(nb, l, st, nb.getFloatAttr(st, clipNorm)),
-                               norm);
-                           Value one = arith::ConstantOp::create(nb, l, st, nb.getFloatAttr(st, 1.0));
-                           linalg::YieldOp::create(
-                               nb, l, ValueRange{arith::MinimumFOp::create(nb, l, f, one)});
-                         })
-                         .getResult(0);
-      for (Value &g : grads) {
-        auto gt = cast<RankedTensorType>(g.getType());
-        int64_t r = gt.getRank();
-        g = linalg::GenericOp::create(
-                b, loc, TypeRange{gt}, ValueRange{g, factor},
-                ValueRange{tensor::EmptyOp::create(b, loc, gt.getShape(), st)},
-                ArrayRef<AffineMap>{b.getMultiDimIdentityMap(r),
-                                    AffineMap::get(r, 0, {}, ctx),
-                                    b.getMultiDimIdentityMap(r)},
-                SmallVector<utils::IteratorType>(r, utils::IteratorType::parallel),
-                [&](OpBuilder &nb, Location l, ValueRange a) {
-                  linalg::YieldOp::create(
-                      nb, l, ValueRange{arith::MulFOp::create(nb, l, a[0], a[1])});
-                })
-                .getResult(0);
-      }
+      SmallVector<utils::IteratorType> red(gt.getRank(),
+                                           utils::IteratorType::reduction);
+      Value sq =
+          linalg::GenericOp::create(
+              b, loc, TypeRange{scalarType}, ValueRange{g}, ValueRange{init},
+              ArrayRef<AffineMap>{b.getMultiDimIdentityMap(gt.getRank()),
+                                  AffineMap::get(gt.getRank(), 0, {}, ctx)},
+              red,
+              [&](OpBuilder &nb, Location l, ValueRange a) {
+                Value m = arith::MulFOp::create(nb, l, a[0], a[0]);
+                linalg::YieldOp::create(
+                    nb, l, ValueRange{arith::AddFOp::create(nb, l, a[1], m)});
+              })
+              .getResult(0);
+      total = total ? arith::AddFOp::create(b, loc, total, sq).getResult() : sq;
     }
+    // factor = min(1, c / (sqrt(total) + 1e-6)), as a scalar tensor.
+    Value factor =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{scalarType}, ValueRange{total},
+            ValueRange{
+                tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, st)},
+            ArrayRef<AffineMap>{AffineMap::get(0, 0, {}, ctx),
+                                AffineMap::get(0, 0, {}, ctx)},
+            ArrayRef<utils::IteratorType>{},
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value norm = arith::AddFOp::create(
+                  nb, l, math::SqrtOp::create(nb, l, a[0]),
+                  arith::ConstantOp::create(nb, l, st,
+                                            nb.getFloatAttr(st, 1e-6)));
+              Value f = arith::DivFOp::create(
+                  nb, l,
+                  arith::ConstantOp::create(nb, l, st,
+                                            nb.getFloatAttr(st, clipNorm)),
+                  norm);
+              Value one = arith::ConstantOp::create(nb, l, st,
+                                                    nb.getFloatAttr(st, 1.0));
+              linalg::YieldOp::create(
+                  nb, l, ValueRange{arith::MinimumFOp::create(nb, l, f, one)});
+            })
+            .getResult(0);
+    for (Value &g : grads) {
+      auto gt = cast<RankedTensorType>(g.getType());
+      int64_t r = gt.getRank();
+      g = linalg::GenericOp::create(
+              b, loc, TypeRange{gt}, ValueRange{g, factor},
+              ValueRange{tensor::EmptyOp::create(b, loc, gt.getShape(), st)},
+              ArrayRef<AffineMap>{b.getMultiDimIdentityMap(r),
+                                  AffineMap::get(r, 0, {}, ctx),
+                                  b.getMultiDimIdentityMap(r)},
+              SmallVector<utils::IteratorType>(r,
+                                               utils::IteratorType::parallel),
+              [&](OpBuilder &nb, Location l, ValueRange a) {
+                linalg::YieldOp::create(
+                    nb, l,
+                    ValueRange{arith::MulFOp::create(nb, l, a[0], a[1])});
+              })
+              .getResult(0);
+    }
+  }
 
+  /// The update and the step's return: every parameter's update
+  /// (emitUpdates), with ZeRO-1 the new parameters back in their layout,
+  /// under loss scaling the step-or-skip and the next scale state. `results`
+  /// holds the loss.
+  void emitUpdateAndReturn(OpBuilder &b, Location loc, func::FuncOp step,
+                           const StepSignature &sig,
+                           const OptimizerStateLayout &layout, Value finite,
+                           ArrayRef<Value> grads, SmallVector<Value> &results) {
+    ValueRange args = step.getArguments();
+    unsigned P = sig.params.size();
+    Value t = sig.hasStep ? args[sig.tIdx] : Value();
     SmallVector<Value> paramVals, stateVals;
-    for (unsigned p : params)
+    for (unsigned p : sig.params)
       paramVals.push_back(args[p]);
-    for (unsigned k = 0; k < statePerParam; ++k)
-      for (unsigned j = 0; j < params.size(); ++j)
-        stateVals.push_back(args[fn.getNumArguments() + k * params.size() + j]);
+    for (unsigned k = 0; k < sig.statePerParam; ++k)
+      for (unsigned j = 0; j < P; ++j)
+        stateVals.push_back(args[sig.stateArg(k, j)]);
     emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
     // ZeRO-1: the updated parameter back to the parameter's layout (an
     // all_gather over the data-parallel axes).
-    for (unsigned j = 0; j < params.size(); ++j)
-      if (isZeroSharded(j))
-        results[1 + j] = ShardingConstraintOp::create(
-            b, loc, results[1 + j].getType(), results[1 + j], plan->param[j]);
-    if (lossScale) {
+    constrainParametersToLayout(
+        b, loc, MutableArrayRef<Value>(results).slice(1, P), layout);
+    if (sig.lossScale) {
       // A skipped step keeps parameters, state and step number, bit for bit.
       SmallVector<Value> prev(paramVals);
       llvm::append_range(prev, stateVals);
-      if (hasStep)
+      if (sig.hasStep)
         prev.push_back(t);
-      SmallVector<Value> scaleState{args[scaleIdx], args[goodIdx],
-                                    args[hystIdx]};
+      SmallVector<Value> scaleState{args[sig.scaleIdx], args[sig.goodIdx],
+                                    args[sig.hystIdx]};
       buildSkipAndNextScale(
           b, loc, finite, prev,
           MutableArrayRef<Value>(results).slice(1, prev.size()), scaleState,
-          lossScale, results);
+          sig.lossScale, results);
     }
     func::ReturnOp::create(b, loc, results);
+  }
 
-    // Which result feeds which argument at the next step.
+  /// Which result feeds which argument at the next step (`par.feedback`),
+  /// where the scale state's results are, and the links: f -> its step; the
+  /// step -> the gradient it calls, f's mixed precision and logits function
+  /// (for sampling from the trained step).
+  void linkStep(func::FuncOp step, func::FuncOp fn, func::FuncOp grad,
+                const StepSignature &sig) {
+    Builder b(&getContext());
+    unsigned P = sig.params.size();
     SmallVector<int64_t> feedback;
-    for (auto [j, p] : llvm::enumerate(params)) {
+    for (auto [j, p] : llvm::enumerate(sig.params)) {
       feedback.push_back(1 + j);
       feedback.push_back(p);
     }
-    int64_t next = 1 + params.size();
-    for (unsigned k = 0; k < statePerParam; ++k)
-      for (unsigned j = 0; j < params.size(); ++j) {
+    int64_t next = 1 + P;
+    for (unsigned k = 0; k < sig.statePerParam; ++k)
+      for (unsigned j = 0; j < P; ++j) {
         feedback.push_back(next++);
-        feedback.push_back(fn.getNumArguments() + k * params.size() + j);
+        feedback.push_back(sig.stateArg(k, j));
       }
-    if (hasStep) {
+    if (sig.hasStep) {
       feedback.push_back(next++);
-      feedback.push_back(tIdx);
+      feedback.push_back(sig.tIdx);
     }
-    if (lossScale) {
-      for (int64_t a : {scaleIdx, goodIdx, hystIdx}) {
+    if (sig.lossScale) {
+      for (int64_t a : {sig.scaleIdx, sig.goodIdx, sig.hystIdx}) {
         feedback.push_back(next++);
         feedback.push_back(a);
       }
@@ -1069,16 +867,73 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     }
     step->setAttr(ParDialect::kFeedbackAttrName,
                   b.getDenseI64ArrayAttr(feedback));
-    // The links: f -> its step; the step -> the gradient it calls and f's
-    // logits function (for sampling from the trained step).
     fn->setAttr(ParDialect::kStepAttrName, FlatSymbolRefAttr::get(step));
     step->setAttr(ParDialect::kGradAttrName, FlatSymbolRefAttr::get(grad));
     if (Attribute mp = fn->getAttr(ParDialect::kMixedPrecisionAttrName))
       step->setAttr(ParDialect::kMixedPrecisionAttrName, mp);
     if (Attribute logits = fn->getAttr(ParDialect::kLogitsAttrName))
       step->setAttr(ParDialect::kLogitsAttrName, logits);
+  }
+
+  /// `f_step(f's arguments, state..., [t], [scale state]) -> (loss,
+  /// params'..., state'..., [t'], [scale state', finite])` for a function
+  /// `f` with parameters and a gradient (par-autodiff's `f_grad`): the
+  /// gradients, with ZeRO-1 in their state's layout, unscaled and checked
+  /// under loss scaling, clipped, and the update.
+  LogicalResult buildStep(func::FuncOp fn) {
+    auto grad = dyn_cast_or_null<func::FuncOp>(
+        getLinkedFunction(fn, ParDialect::kGradAttrName).getOperation());
+    if (!grad)
+      return fn.emitOpError("has parameters but no gradient function recorded "
+                            "(run par-autodiff first)");
+    StepSignature sig;
+    sig.numFnArgs = fn.getNumArguments();
+    sig.statePerParam = stateKinds();
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (fn.getArgAttr(i, ParDialect::kParamAttrName))
+        sig.params.push_back(i);
+    if (grad.getNumResults() != sig.params.size() + 1)
+      return grad.emitOpError("does not return the loss and one gradient per "
+                              "parameter");
+    FailureOr<OptimizerStateLayout> layout =
+        planOptimizerState(fn, sig.params, zeroOptions());
+    if (failed(layout) || failed(findLossScale(fn, sig)))
+      return failure();
+    FailureOr<FunctionType> type = stepType(fn, grad, sig);
+    if (failed(type))
+      return failure();
+    std::string name = (fn.getName() + "_step").str();
+    if (getOperation().lookupSymbol(name))
+      return fn.emitOpError()
+             << "cannot create '" << name << "': the symbol exists";
+    OpBuilder b(&getContext());
+    b.setInsertionPointAfter(grad);
+    Location loc = fn.getLoc();
+    auto step = func::FuncOp::create(b, loc, name, *type);
+    annotateStep(step, fn, sig, *layout);
+    b.setInsertionPointToStart(step.addEntryBlock());
+
+    Value loss;
+    SmallVector<Value> grads;
+    emitGradients(b, loc, step, fn, grad, sig.params.size(), loss, grads);
+    SmallVector<Value> results{loss};
+    // ZeRO-1: the unscale, the clipping and the update run on the local
+    // block of each gradient.
+    constrainGradientsToState(b, loc, grads, *layout);
+    // Loss scaling: the gradients are of scale * loss. Unscale them (what
+    // clipping and the update see), then decide, over every device, whether
+    // all of them are finite.
+    Value finite;
+    if (sig.lossScale)
+      finite = buildUnscaleAndDecide(b, loc, step.getArgument(sig.scaleIdx),
+                                     grads, sig.decisionMesh);
+    if (clipNorm > 0)
+      clipByGlobalNorm(b, loc, grad.getResultTypes()[0], grads);
+    emitUpdateAndReturn(b, loc, step, sig, *layout, finite, grads, results);
+    linkStep(step, fn, grad, sig);
     if (report)
-      printStateReport(step, fn, params, *plan);
+      printOptimizerStateReport(llvm::outs(), step, fn, sig.params, *layout,
+                                optimizer, sig.statePerParam, zeroOptions());
     return success();
   }
 };

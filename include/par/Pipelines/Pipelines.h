@@ -29,6 +29,7 @@
 #ifndef PAR_PIPELINES_PIPELINES_H
 #define PAR_PIPELINES_PIPELINES_H
 
+#include "par/Communication/Passes.h"
 #include "par/Dialect/Par/Transforms/Passes.h"
 #include "par/Pipelining/Passes.h"
 #include "par/Training/Passes.h"

@@ -14,6 +14,14 @@
 // Thread safety: every function is pure over its arguments; calls on
 // distinct objects may run concurrently.
 //
+// lib/Schedule implements it one concern per file: Names.cpp (kinds,
+// actions and numbers as text), Config.cpp (validateConfig),
+// ComputeOrders.cpp (one order per schedule kind), Timetable.cpp
+// (simulateTimetable, buildTimetable), Programs.cpp (derivePrograms,
+// computeOnly), Metrics.cpp (bubbles, peaks, expectedFigures), Verifier.cpp
+// (verifyPrograms), TextFormat.cpp (printPrograms, parsePrograms) and
+// Diagram.cpp (renderDiagram).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PAR_SCHEDULE_SCHEDULE_H

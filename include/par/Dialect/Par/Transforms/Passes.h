@@ -1,6 +1,9 @@
 //===- Passes.h - Dialect/Par/Transforms passes -----------------*- C++ -*-===//
 //
-// Sharding propagation, SPMD partitioning and their reports: the passes of lib/Dialect/Par/Transforms (declared in Passes.td next to this header).
+// Sharding propagation, SPMD partitioning, reduction sinking and their
+// verification: the passes of lib/Dialect/Par/Transforms (declared in
+// Passes.td next to this header). The passes on the partitioned program's
+// communication are lib/Communication's (par/Communication/Passes.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,8 +14,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -53,7 +53,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Dialect/Par/Analysis/ReshardPlan.h"
-#include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Communication/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -75,7 +75,7 @@
 
 namespace mlir::par {
 #define GEN_PASS_DEF_COMPRESSGRADIENTS
-#include "par/Dialect/Par/Transforms/Passes.h.inc"
+#include "par/Communication/Passes.h.inc"
 } // namespace mlir::par
 
 using namespace mlir;
@@ -324,6 +324,34 @@ private:
   }
 };
 
+/// What the rewrite of one function (a train step or a stage update)
+/// carries from bucket to bucket: its loss scale, the rows of its
+/// error-feedback buffers, the warm-up counter, the state arguments added so
+/// far with their next values, and the bytes sent.
+struct FunctionRewrite {
+  FunctionOpInterface fn;
+  bool isStep;
+  /// The buckets' mesh.
+  FlatSymbolRefAttr mesh;
+  /// Loss scaling: the scale argument, `par.loss_scale_results` and the
+  /// all-finite flag result (null without).
+  Value scale;
+  DenseI64ArrayAttr lsResults;
+  Value finite;
+  /// The rows of the error-feedback buffers: every non-pipeline mesh axis.
+  SmallVector<StringRef> rowAxes;
+  int64_t rows = 1;
+  /// Warm-up: the step counter argument, and whether this step is still
+  /// uncompressed.
+  Value counter, inWarmup;
+  /// The state arguments added (the buffers, then the counter) and their
+  /// next values, in the same order.
+  SmallVector<Value> oldBuffers, newResults;
+  /// Bytes per step of the compressed exchanges and of the fp32 ring
+  /// all-reduces they replace.
+  double sent = 0, uncompressed = 0;
+};
+
 struct CompressGradientsPass
     : public mlir::par::impl::CompressGradientsBase<CompressGradientsPass> {
   using CompressGradientsBase::CompressGradientsBase;
@@ -339,7 +367,39 @@ private:
   /// The function's buckets, in program order.
   SmallVector<Bucket> collect(FunctionOpInterface fn);
   bool isGradientReduction(AllReduceOp ar, FunctionOpInterface fn);
+  /// Compresses every bucket of `fn` (a train step when `isStep`, else a
+  /// stage update) and adds its state.
   LogicalResult rewrite(FunctionOpInterface fn, bool isStep);
+
+  // The steps of rewrite, in order.
+  /// The mesh, the loss scale and the buffers' rows.
+  LogicalResult prepare(FunctionRewrite &fr, ArrayRef<Bucket> buckets);
+  /// warmup > 0: the step counter argument and the warm-up flag.
+  LogicalResult addWarmupCounter(FunctionRewrite &fr);
+  /// One bucket: flattened, exchanged, its members replaced by their slices
+  /// of the sum and erased.
+  LogicalResult rewriteBucket(FunctionRewrite &fr, Bucket &bucket);
+  /// A new error-feedback buffer argument `[1, length]` (null on failure).
+  Value addBuffer(FunctionRewrite &fr, int64_t length);
+  /// The members as one f32 vector of P elements (zero-padded when
+  /// `padded`), unscaled under loss scaling.
+  Value flatten(FunctionRewrite &fr, Builder &t, const Bucket &bucket,
+                int64_t P, bool padded);
+  /// The exchange of `x`, compressed, or during warm-up an `scf.if` of it
+  /// and the plain all-reduce: the sum, then the buffers' next values.
+  SmallVector<Value> exchangeBucket(FunctionRewrite &fr, Builder &t,
+                                    const Bucket &bucket, int64_t n, Value x,
+                                    ArrayRef<Value> flatBuffers, double &bytes);
+  SmallVector<Value> compressedExchange(OpBuilder &b, Location loc,
+                                        const Bucket &bucket, int64_t n,
+                                        Value x, ArrayRef<Value> flatBuffers,
+                                        double &bytes);
+  /// Before the return: the buffers kept on a step the loss scale skips,
+  /// the counter's next value.
+  void emitNextState(FunctionRewrite &fr);
+  /// The next state as results fed back to their arguments (the step's
+  /// `par.feedback`, the stage update's positions).
+  LogicalResult feedBack(FunctionRewrite &fr);
 };
 
 /// `v` as printf's %g writes it (1.5, 0.001).
@@ -742,48 +802,33 @@ struct Exchange {
     return {sum, ef1 ? err1 : Value(), ef2 ? err2 : Value()};
   }
 
-  /// The top-k exchange of x ([N] f32): the sum ([N]) and the new ef1.
-  std::pair<Value, Value> topK(Value x, Value ef1) {
-    OpBuilder &ob = b();
-    Location loc = t.loc;
-    int64_t N = cast<RankedTensorType>(x.getType()).getDimSize(0);
-    int64_t k = std::min<int64_t>(N, std::max<int64_t>(
-                                         1, (int64_t)std::ceil(ratio * N)));
-    Type i32 = ob.getI32Type(), i64 = ob.getI64Type(),
-         idx = ob.getIndexType();
-    Value e = ef1 ? add(x, ef1) : x;
-    // |e| as its bit pattern: ordered like the magnitudes, NaN and inf
-    // above every finite value.
-    Value bits = t.map({e}, i32, [](OpBuilder &nb, Location l, ValueRange a) {
-      Type it = nb.getI32Type();
-      Value raw = arith::BitcastOp::create(nb, l, it, a[0]);
-      return arith::AndIOp::create(
-          nb, l, raw,
-          arith::ConstantOp::create(nb, l, it,
-                                    nb.getIntegerAttr(it, 0x7fffffff)));
-    });
-    // count(bits >= c) (or > c) as an index.
-    auto count = [&](OpBuilder &nb, Location l, Value c, bool strict) {
-      Builder tb{nb, l};
-      Value n0 = tb.filled({}, i64, 0);
-      Value cnt = tb.generic(
-          {tb.type({}, i64)}, {bits}, {n0},
-          {tb.m(1, {tb.d(0)}), tb.m(1, {})}, {IteratorType::reduction},
-          [&](OpBuilder &bb, Location ll, ValueRange a) {
-            Value ge = arith::CmpIOp::create(
-                bb, ll,
-                strict ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::sge,
-                a[0], c);
-            Value one = arith::ExtUIOp::create(bb, ll, bb.getI64Type(), ge);
-            return SmallVector<Value>{arith::AddIOp::create(bb, ll, a[1], one)};
-          })[0];
-      return tensor::ExtractOp::create(nb, l, cnt, ValueRange{}).getResult();
-    };
-    // Radix select: the largest T with count(bits >= T) >= k, bit by bit
-    // from bit 30 (|e| has no sign bit).
-    Value kv = t.cst(i64, (double)k);
+  /// count(bits >= c) (or > c when `strict`) as an i64, over the [N] i32
+  /// `bits`.
+  static Value countBits(OpBuilder &nb, Location l, Value bits, Value c,
+                         bool strict) {
+    Builder tb{nb, l};
+    Type i64 = nb.getI64Type();
+    Value n0 = tb.filled({}, i64, 0);
+    Value cnt = tb.generic(
+        {tb.type({}, i64)}, {bits}, {n0}, {tb.m(1, {tb.d(0)}), tb.m(1, {})},
+        {IteratorType::reduction},
+        [&](OpBuilder &bb, Location ll, ValueRange a) {
+          Value ge = arith::CmpIOp::create(bb, ll,
+                                           strict ? arith::CmpIPredicate::sgt
+                                                  : arith::CmpIPredicate::sge,
+                                           a[0], c);
+          Value one = arith::ExtUIOp::create(bb, ll, bb.getI64Type(), ge);
+          return SmallVector<Value>{arith::AddIOp::create(bb, ll, a[1], one)};
+        })[0];
+    return tensor::ExtractOp::create(nb, l, cnt, ValueRange{}).getResult();
+  }
+
+  /// Radix select: the largest T with count(bits >= T) >= k (`kv`, i64),
+  /// bit by bit from bit 30 (|e| has no sign bit).
+  Value radixThreshold(Value bits, Value kv) {
+    Type i32 = b().getI32Type(), idx = b().getIndexType();
     auto loop = scf::ForOp::create(
-        ob, loc, t.cst(idx, 0), t.cst(idx, 31), t.cst(idx, 1),
+        b(), t.loc, t.cst(idx, 0), t.cst(idx, 31), t.cst(idx, 1),
         ValueRange{t.cst(i32, 0)},
         [&](OpBuilder &nb, Location l, Value iv, ValueRange iter) {
           Value thirty = arith::ConstantIndexOp::create(nb, l, 30);
@@ -794,21 +839,25 @@ struct Exchange {
               nb, l, nb.getI32Type(), nb.getIntegerAttr(nb.getI32Type(), 1));
           Value cand = arith::OrIOp::create(
               nb, l, iter[0], arith::ShLIOp::create(nb, l, one, sh));
-          Value cnt = count(nb, l, cand, false);
+          Value cnt = countBits(nb, l, bits, cand, false);
           Value enough = arith::CmpIOp::create(
               nb, l, arith::CmpIPredicate::sge, cnt, kv);
           scf::YieldOp::create(
               nb, l, ValueRange{arith::SelectOp::create(nb, l, enough, cand,
                                                         iter[0])});
         });
-    Value T = loop.getResult(0);
-    // Everything above T, then the first elements equal to T, in index
-    // order, until k.
-    Value above = count(ob, loc, T, true);
-    Value ties = arith::SubIOp::create(ob, loc, kv, above);
+    return loop.getResult(0);
+  }
+
+  /// The k values of `e` ([N]) whose `bits` are above T, then the first
+  /// `ties` (i64) equal to T, in index order: their values ([k] f32) and
+  /// i32 indices ([k]).
+  std::pair<Value, Value> pickTopK(Value e, Value bits, Value T, Value ties,
+                                   int64_t k, int64_t N) {
+    Type i32 = b().getI32Type(), idx = b().getIndexType();
     Value vals0 = t.empty({k}, f32()), idx0 = t.empty({k}, i32);
     auto pick = scf::ForOp::create(
-        ob, loc, t.cst(idx, 0), t.cst(idx, (double)N), t.cst(idx, 1),
+        b(), t.loc, t.cst(idx, 0), t.cst(idx, (double)N), t.cst(idx, 1),
         ValueRange{vals0, idx0, t.cst(idx, 0), ties},
         [&](OpBuilder &nb, Location l, Value iv, ValueRange it) {
           Value bv = tensor::ExtractOp::create(nb, l, bits, ValueRange{iv});
@@ -845,28 +894,33 @@ struct Exchange {
               });
           scf::YieldOp::create(nb, l, ifOp.getResults());
         });
-    Value vals = pick.getResult(0), ids = pick.getResult(1);
-    // What was sent is gone from the buffer.
-    Value err;
-    if (ef1) {
-      auto clear = scf::ForOp::create(
-          ob, loc, t.cst(idx, 0), t.cst(idx, (double)k), t.cst(idx, 1),
-          ValueRange{e},
-          [&](OpBuilder &nb, Location l, Value iv, ValueRange it) {
-            Value i = tensor::ExtractOp::create(nb, l, ids, ValueRange{iv});
-            Value at = arith::IndexCastOp::create(nb, l, nb.getIndexType(), i);
-            Value z = arith::ConstantOp::create(nb, l, nb.getF32Type(),
-                                                nb.getF32FloatAttr(0));
-            scf::YieldOp::create(
-                nb, l,
-                ValueRange{tensor::InsertOp::create(nb, l, z, it[0],
-                                                    ValueRange{at})});
-          });
-      err = clear.getResult(0);
-    }
-    Value allVals = allGather(vals), allIds = allGather(ids);
+    return {pick.getResult(0), pick.getResult(1)};
+  }
+
+  /// `e` with the k elements at `ids` set to 0: what was sent is gone from
+  /// the buffer.
+  Value clearSent(Value e, Value ids, int64_t k) {
+    Type idx = b().getIndexType();
+    auto clear = scf::ForOp::create(
+        b(), t.loc, t.cst(idx, 0), t.cst(idx, (double)k), t.cst(idx, 1),
+        ValueRange{e}, [&](OpBuilder &nb, Location l, Value iv, ValueRange it) {
+          Value i = tensor::ExtractOp::create(nb, l, ids, ValueRange{iv});
+          Value at = arith::IndexCastOp::create(nb, l, nb.getIndexType(), i);
+          Value z = arith::ConstantOp::create(nb, l, nb.getF32Type(),
+                                              nb.getF32FloatAttr(0));
+          scf::YieldOp::create(nb, l,
+                               ValueRange{tensor::InsertOp::create(
+                                   nb, l, z, it[0], ValueRange{at})});
+        });
+    return clear.getResult(0);
+  }
+
+  /// The [N] f32 sum of every device's values (`allVals`, [count]) added at
+  /// their indices (`allIds`), rank by rank.
+  Value scatterAdd(Value allVals, Value allIds, int64_t count, int64_t N) {
+    Type idx = b().getIndexType();
     auto scatter = scf::ForOp::create(
-        ob, loc, t.cst(idx, 0), t.cst(idx, (double)(n * k)), t.cst(idx, 1),
+        b(), t.loc, t.cst(idx, 0), t.cst(idx, (double)count), t.cst(idx, 1),
         ValueRange{t.filled({N}, f32(), 0)},
         [&](OpBuilder &nb, Location l, Value iv, ValueRange it) {
           Value i = tensor::ExtractOp::create(nb, l, allIds, ValueRange{iv});
@@ -879,219 +933,258 @@ struct Exchange {
               ValueRange{tensor::InsertOp::create(nb, l, sum, it[0],
                                                   ValueRange{at})});
         });
-    return {scatter.getResult(0), err};
+    return scatter.getResult(0);
+  }
+
+  /// The top-k exchange of x ([N] f32): the sum ([N]) and the new ef1.
+  std::pair<Value, Value> topK(Value x, Value ef1) {
+    int64_t N = cast<RankedTensorType>(x.getType()).getDimSize(0);
+    int64_t k = std::min<int64_t>(
+        N, std::max<int64_t>(1, (int64_t)std::ceil(ratio * N)));
+    Type i32 = b().getI32Type(), i64 = b().getI64Type();
+    Value e = ef1 ? add(x, ef1) : x;
+    // |e| as its bit pattern: ordered like the magnitudes, NaN and inf
+    // above every finite value.
+    Value bits = t.map({e}, i32, [](OpBuilder &nb, Location l, ValueRange a) {
+      Type it = nb.getI32Type();
+      Value raw = arith::BitcastOp::create(nb, l, it, a[0]);
+      return arith::AndIOp::create(
+          nb, l, raw,
+          arith::ConstantOp::create(nb, l, it,
+                                    nb.getIntegerAttr(it, 0x7fffffff)));
+    });
+    Value kv = t.cst(i64, (double)k);
+    Value T = radixThreshold(bits, kv);
+    // Everything above T, then the first elements equal to T, in index
+    // order, until k.
+    Value above = countBits(b(), t.loc, bits, T, true);
+    Value ties = arith::SubIOp::create(b(), t.loc, kv, above);
+    auto [vals, ids] = pickTopK(e, bits, T, ties, k, N);
+    Value err = ef1 ? clearSent(e, ids, k) : Value();
+    Value allVals = allGather(vals), allIds = allGather(ids);
+    return {scatterAdd(allVals, allIds, n * k, N), err};
   }
 };
 
-LogicalResult CompressGradientsPass::rewrite(FunctionOpInterface fn,
-                                             bool isStep) {
-  SmallVector<Bucket> buckets = collect(fn);
-  if (buckets.empty())
-    return success();
-  MLIRContext *ctx = &getContext();
-  Block &body = fn.getFunctionBody().front();
-  Operation *ret = body.getTerminator();
-  Location loc = fn.getLoc();
-
+LogicalResult CompressGradientsPass::prepare(FunctionRewrite &fr,
+                                             ArrayRef<Bucket> buckets) {
+  FunctionOpInterface fn = fr.fn;
+  Operation *ret = fn.getFunctionBody().front().getTerminator();
+  fr.mesh = buckets.front().mesh;
   // Loss scaling: the scale argument, and the all-finite flag result.
-  Value scale;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
     if (fn.getArgAttr(i, ParDialect::kLossScaleAttrName))
-      scale = fn.getArgument(i);
-  auto lsResults =
-      fn->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kLossScaleResultsAttrName);
-  Value finite;
-  if (scale && lsResults && lsResults.size() == 2 &&
-      lsResults[1] < (int64_t)ret->getNumOperands())
-    finite = ret->getOperand(lsResults[1]);
+      fr.scale = fn.getArgument(i);
+  fr.lsResults = fn->getAttrOfType<DenseI64ArrayAttr>(
+      ParDialect::kLossScaleResultsAttrName);
+  if (fr.scale && fr.lsResults && fr.lsResults.size() == 2 &&
+      fr.lsResults[1] < (int64_t)ret->getNumOperands())
+    fr.finite = ret->getOperand(fr.lsResults[1]);
 
   // The rows of the error-feedback buffers: every non-pipeline axis.
-  MeshOp meshOp = lookupMesh(fn, buckets.front().mesh);
+  MeshOp meshOp = lookupMesh(fn, fr.mesh);
   if (!meshOp)
     return failure();
-  SmallVector<StringRef> rowAxes;
-  int64_t rows = 1;
   for (auto [name, size] :
        llvm::zip(meshOp.getAxisNames().getAsValueRange<StringAttr>(),
                  meshOp.getAxisSizes()))
     if (name != pipelineAxis) {
-      rowAxes.push_back(name);
-      rows *= size;
+      fr.rowAxes.push_back(name);
+      fr.rows *= size;
     }
+  return success();
+}
 
-  SmallVector<Value> newResults, oldBuffers;
-  auto addBuffer = [&](int64_t length) -> Value {
-    auto local = RankedTensorType::get({1, length}, Float32Type::get(ctx));
-    auto global = RankedTensorType::get({rows, length}, Float32Type::get(ctx));
-    SmallVector<SmallVector<StringRef>> dims{rowAxes, {}};
-    auto sharding = ShardingAttr::get(ctx, buckets.front().mesh, dims,
-                                      ArrayRef<StringRef>{});
-    unsigned idx = fn.getNumArguments();
-    SmallVector<NamedAttribute> attrs{
-        NamedAttribute(StringAttr::get(ctx, ParDialect::kShardingAttrName),
-                       sharding),
-        NamedAttribute(StringAttr::get(ctx, ParDialect::kGlobalTypeAttrName),
-                       TypeAttr::get(global)),
-        NamedAttribute(StringAttr::get(ctx, ParDialect::kInitAttrName),
-                       InitAttr::get(ctx, InitKind::Zeros)),
-        NamedAttribute(StringAttr::get(ctx, ParDialect::kErrorFeedbackAttrName),
-                       UnitAttr::get(ctx))};
-    if (failed(fn.insertArgument(idx, local, DictionaryAttr::get(ctx, attrs),
-                                 loc)))
-      return Value();
-    Value arg = fn.getArgument(idx);
-    oldBuffers.push_back(arg);
-    return arg;
-  };
+Value CompressGradientsPass::addBuffer(FunctionRewrite &fr, int64_t length) {
+  MLIRContext *ctx = &getContext();
+  FunctionOpInterface fn = fr.fn;
+  auto local = RankedTensorType::get({1, length}, Float32Type::get(ctx));
+  auto global = RankedTensorType::get({fr.rows, length}, Float32Type::get(ctx));
+  SmallVector<SmallVector<StringRef>> dims{fr.rowAxes, {}};
+  auto sharding = ShardingAttr::get(ctx, fr.mesh, dims, ArrayRef<StringRef>{});
+  unsigned idx = fn.getNumArguments();
+  SmallVector<NamedAttribute> attrs{
+      NamedAttribute(StringAttr::get(ctx, ParDialect::kShardingAttrName),
+                     sharding),
+      NamedAttribute(StringAttr::get(ctx, ParDialect::kGlobalTypeAttrName),
+                     TypeAttr::get(global)),
+      NamedAttribute(StringAttr::get(ctx, ParDialect::kInitAttrName),
+                     InitAttr::get(ctx, InitKind::Zeros)),
+      NamedAttribute(StringAttr::get(ctx, ParDialect::kErrorFeedbackAttrName),
+                     UnitAttr::get(ctx))};
+  if (failed(fn.insertArgument(idx, local, DictionaryAttr::get(ctx, attrs),
+                               fn.getLoc())))
+    return Value();
+  Value arg = fn.getArgument(idx);
+  fr.oldBuffers.push_back(arg);
+  return arg;
+}
 
-  // Warm-up: a step counter (state like the buffers, the same on every
-  // device) and whether this step is still uncompressed.
-  Value counter, inWarmup;
-  if (warmup > 0) {
-    auto scalar = RankedTensorType::get({}, Float32Type::get(ctx));
-    unsigned idx = fn.getNumArguments();
-    SmallVector<NamedAttribute> attrs{
-        NamedAttribute(StringAttr::get(ctx, ParDialect::kShardingAttrName),
-                       ShardingAttr::getReplicated(ctx, buckets.front().mesh,
-                                                   0)),
-        NamedAttribute(StringAttr::get(ctx, ParDialect::kGlobalTypeAttrName),
-                       TypeAttr::get(scalar)),
-        NamedAttribute(StringAttr::get(ctx, ParDialect::kInitAttrName),
-                       InitAttr::get(ctx, InitKind::Zeros)),
-        NamedAttribute(
-            StringAttr::get(ctx, ParDialect::kCompressionStepAttrName),
-            UnitAttr::get(ctx))};
-    if (failed(fn.insertArgument(idx, scalar, DictionaryAttr::get(ctx, attrs),
-                                 loc)))
-      return failure();
-    counter = fn.getArgument(idx);
-    OpBuilder b = OpBuilder::atBlockBegin(&body);
-    Value c = tensor::ExtractOp::create(b, loc, counter, ValueRange{});
-    inWarmup = arith::CmpFOp::create(
-        b, loc, arith::CmpFPredicate::OLT, c,
-        arith::ConstantOp::create(b, loc, b.getF32Type(),
-                                  b.getF32FloatAttr((double)warmup)));
+LogicalResult CompressGradientsPass::addWarmupCounter(FunctionRewrite &fr) {
+  MLIRContext *ctx = &getContext();
+  FunctionOpInterface fn = fr.fn;
+  Location loc = fn.getLoc();
+  auto scalar = RankedTensorType::get({}, Float32Type::get(ctx));
+  unsigned idx = fn.getNumArguments();
+  SmallVector<NamedAttribute> attrs{
+      NamedAttribute(StringAttr::get(ctx, ParDialect::kShardingAttrName),
+                     ShardingAttr::getReplicated(ctx, fr.mesh, 0)),
+      NamedAttribute(StringAttr::get(ctx, ParDialect::kGlobalTypeAttrName),
+                     TypeAttr::get(scalar)),
+      NamedAttribute(StringAttr::get(ctx, ParDialect::kInitAttrName),
+                     InitAttr::get(ctx, InitKind::Zeros)),
+      NamedAttribute(StringAttr::get(ctx, ParDialect::kCompressionStepAttrName),
+                     UnitAttr::get(ctx))};
+  if (failed(
+          fn.insertArgument(idx, scalar, DictionaryAttr::get(ctx, attrs), loc)))
+    return failure();
+  fr.counter = fn.getArgument(idx);
+  OpBuilder b = OpBuilder::atBlockBegin(&fn.getFunctionBody().front());
+  Value c = tensor::ExtractOp::create(b, loc, fr.counter, ValueRange{});
+  fr.inWarmup = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OLT, c,
+      arith::ConstantOp::create(b, loc, b.getF32Type(),
+                                b.getF32FloatAttr((double)warmup)));
+  return success();
+}
+
+Value CompressGradientsPass::flatten(FunctionRewrite &fr, Builder &t,
+                                     const Bucket &bucket, int64_t P,
+                                     bool padded) {
+  Type f32 = t.b.getF32Type();
+  Value x = padded ? t.filled({P}, f32, 0) : t.empty({P}, f32);
+  int64_t offset = 0;
+  for (AllReduceOp ar : bucket.members) {
+    auto type = cast<RankedTensorType>(ar.getType());
+    fr.uncompressed += collectiveBytes(ar);
+    Value in = createFloatCast(t.b, t.loc, ar.getInput(), f32);
+    x = t.insert(t.reshape(in, {type.getNumElements()}), x, offset);
+    offset += type.getNumElements();
   }
+  if (fr.scale)
+    x = t.map({x, fr.scale}, f32, [](OpBuilder &nb, Location l, ValueRange a) {
+      return arith::DivFOp::create(nb, l, a[0], a[1]);
+    });
+  return x;
+}
 
-  double sent = 0, uncompressed = 0;
-  for (Bucket &bucket : buckets) {
-    AllReduceOp last = bucket.members.back();
-    OpBuilder b(last);
-    Builder t{b, last.getLoc()};
-    int64_t n = last.getGroupSize();
-    int64_t N = bucket.elements;
-    bool twoPhase = method != "topk";
-    int64_t unit = n * chunk;
-    int64_t P = twoPhase ? (N + unit - 1) / unit * unit : N;
-    Type f32 = b.getF32Type();
-    // The members, flattened and concatenated (zeros after them).
-    Value x = twoPhase && P != N ? t.filled({P}, f32, 0) : t.empty({P}, f32);
-    int64_t offset = 0;
-    for (AllReduceOp ar : bucket.members) {
-      auto type = cast<RankedTensorType>(ar.getType());
-      uncompressed += collectiveBytes(ar);
-      Value in = createFloatCast(b, t.loc, ar.getInput(), f32);
-      x = t.insert(t.reshape(in, {type.getNumElements()}), x, offset);
-      offset += type.getNumElements();
-    }
-    if (scale)
-      x = t.map({x, scale}, f32, [](OpBuilder &nb, Location l, ValueRange a) {
-        return arith::DivFOp::create(nb, l, a[0], a[1]);
-      });
-    // The buffers (flat), then the compressed exchange: its sum and the
-    // buffers' next values.
-    SmallVector<Value> buffers, flatBuffers, updated;
-    if (errorFeedback) {
-      SmallVector<int64_t> lengths{P};
-      if (twoPhase)
-        lengths.push_back(P / n);
-      for (int64_t L : lengths) {
-        Value arg = addBuffer(L);
-        if (!arg)
-          return failure();
-        buffers.push_back(arg);
-      }
-      b.setInsertionPoint(last);
-      for (auto [arg, L] : llvm::zip(buffers, lengths))
-        flatBuffers.push_back(t.reshape(arg, {L}));
-    }
-    auto exchange = [&](OpBuilder &eb, double &bytes) {
-      Builder et{eb, t.loc};
-      Exchange ex{et, method, n, chunk, ratio, bucket.mesh, bucket.axes};
-      SmallVector<Value> out;
-      if (twoPhase) {
-        auto [s, e1, e2] = ex.twoPhase(
-            x, errorFeedback ? flatBuffers[0] : Value(),
-            errorFeedback ? flatBuffers[1] : Value());
-        out = {s};
-        if (errorFeedback)
-          out.append({e1, e2});
-      } else {
-        auto [s, e1] = ex.topK(x, errorFeedback ? flatBuffers[0] : Value());
-        out = {s};
-        if (errorFeedback)
-          out.push_back(e1);
-      }
-      bytes = ex.bytes;
-      return out;
-    };
-    SmallVector<Value> outs;
-    double bytes = 0;
-    if (!inWarmup) {
-      outs = exchange(b, bytes);
-    } else {
-      // Warm-up: the plain all-reduce, buffers untouched.
-      auto ifOp = scf::IfOp::create(
-          b, t.loc, inWarmup,
-          [&](OpBuilder &tb, Location l) {
-            SmallVector<Value> vals{AllReduceOp::create(
-                tb, l, x.getType(), x, bucket.mesh, bucket.axes,
-                ReductionKindAttr::get(ctx, ReductionKind::Sum))};
-            llvm::append_range(vals, flatBuffers);
-            scf::YieldOp::create(tb, l, vals);
-          },
-          [&](OpBuilder &eb, Location l) {
-            scf::YieldOp::create(eb, l, exchange(eb, bytes));
-          });
-      outs.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-    }
-    Value sum = outs[0];
-    updated.assign(outs.begin() + 1, outs.end());
-    sent += bytes;
-    if (scale)
-      sum = t.map({sum, scale}, f32,
-                  [](OpBuilder &nb, Location l, ValueRange a) {
-                    return arith::MulFOp::create(nb, l, a[0], a[1]);
-                  });
-    // Each member's reduced value: its slice, in its shape and type.
-    offset = 0;
-    for (AllReduceOp ar : bucket.members) {
-      auto type = cast<RankedTensorType>(ar.getType());
-      Value v = t.reshape(t.slice(sum, offset, type.getNumElements()),
-                          type.getShape());
-      v = createFloatCast(b, t.loc, v, type.getElementType());
-      offset += type.getNumElements();
-      ar.getResult().replaceAllUsesWith(v);
-    }
-    for (auto [buf, upd] : llvm::zip(buffers, updated)) {
-      int64_t L = cast<RankedTensorType>(buf.getType()).getDimSize(1);
-      newResults.push_back(t.reshape(upd, {1, L}));
-    }
-    for (AllReduceOp ar : bucket.members)
-      ar.erase();
-    ++numBuckets;
-    numCompressed += bucket.members.size();
-    compressedCount += bucket.members.size();
-  }
-
-  // The buffers' next values, as results fed back to their arguments. A
-  // step the loss scale skips keeps them.
-  OpBuilder b(ret);
+SmallVector<Value> CompressGradientsPass::compressedExchange(
+    OpBuilder &b, Location loc, const Bucket &bucket, int64_t n, Value x,
+    ArrayRef<Value> flatBuffers, double &bytes) {
   Builder t{b, loc};
-  if (finite)
-    for (auto [i, v] : llvm::enumerate(newResults))
-      newResults[i] = t.map(
-          {finite, v, oldBuffers[i]}, b.getF32Type(),
+  Exchange ex{t, method, n, chunk, ratio, bucket.mesh, bucket.axes};
+  SmallVector<Value> out;
+  if (method != "topk") {
+    auto [s, e1, e2] = ex.twoPhase(x, errorFeedback ? flatBuffers[0] : Value(),
+                                   errorFeedback ? flatBuffers[1] : Value());
+    out = {s};
+    if (errorFeedback)
+      out.append({e1, e2});
+  } else {
+    auto [s, e1] = ex.topK(x, errorFeedback ? flatBuffers[0] : Value());
+    out = {s};
+    if (errorFeedback)
+      out.push_back(e1);
+  }
+  bytes = ex.bytes;
+  return out;
+}
+
+SmallVector<Value> CompressGradientsPass::exchangeBucket(
+    FunctionRewrite &fr, Builder &t, const Bucket &bucket, int64_t n, Value x,
+    ArrayRef<Value> flatBuffers, double &bytes) {
+  if (!fr.inWarmup)
+    return compressedExchange(t.b, t.loc, bucket, n, x, flatBuffers, bytes);
+  // Warm-up: the plain all-reduce, buffers untouched.
+  MLIRContext *ctx = &getContext();
+  auto ifOp = scf::IfOp::create(
+      t.b, t.loc, fr.inWarmup,
+      [&](OpBuilder &tb, Location l) {
+        SmallVector<Value> vals{AllReduceOp::create(
+            tb, l, x.getType(), x, bucket.mesh, bucket.axes,
+            ReductionKindAttr::get(ctx, ReductionKind::Sum))};
+        llvm::append_range(vals, flatBuffers);
+        scf::YieldOp::create(tb, l, vals);
+      },
+      [&](OpBuilder &eb, Location l) {
+        scf::YieldOp::create(
+            eb, l,
+            compressedExchange(eb, t.loc, bucket, n, x, flatBuffers, bytes));
+      });
+  return SmallVector<Value>(ifOp.getResults().begin(), ifOp.getResults().end());
+}
+
+LogicalResult CompressGradientsPass::rewriteBucket(FunctionRewrite &fr,
+                                                   Bucket &bucket) {
+  AllReduceOp last = bucket.members.back();
+  OpBuilder b(last);
+  Builder t{b, last.getLoc()};
+  int64_t n = last.getGroupSize();
+  int64_t N = bucket.elements;
+  bool twoPhase = method != "topk";
+  int64_t unit = n * chunk;
+  int64_t P = twoPhase ? (N + unit - 1) / unit * unit : N;
+  // The members, flattened and concatenated (zeros after them).
+  Value x = flatten(fr, t, bucket, P, twoPhase && P != N);
+  // The buffers (flat), then the compressed exchange: its sum and the
+  // buffers' next values.
+  SmallVector<Value> buffers, flatBuffers;
+  if (errorFeedback) {
+    SmallVector<int64_t> lengths{P};
+    if (twoPhase)
+      lengths.push_back(P / n);
+    for (int64_t L : lengths) {
+      Value arg = addBuffer(fr, L);
+      if (!arg)
+        return failure();
+      buffers.push_back(arg);
+    }
+    b.setInsertionPoint(last);
+    for (auto [arg, L] : llvm::zip(buffers, lengths))
+      flatBuffers.push_back(t.reshape(arg, {L}));
+  }
+  double bytes = 0;
+  SmallVector<Value> outs =
+      exchangeBucket(fr, t, bucket, n, x, flatBuffers, bytes);
+  Value sum = outs[0];
+  fr.sent += bytes;
+  if (fr.scale)
+    sum = t.map({sum, fr.scale}, b.getF32Type(),
+                [](OpBuilder &nb, Location l, ValueRange a) {
+                  return arith::MulFOp::create(nb, l, a[0], a[1]);
+                });
+  // Each member's reduced value: its slice, in its shape and type.
+  int64_t offset = 0;
+  for (AllReduceOp ar : bucket.members) {
+    auto type = cast<RankedTensorType>(ar.getType());
+    Value v =
+        t.reshape(t.slice(sum, offset, type.getNumElements()), type.getShape());
+    v = createFloatCast(b, t.loc, v, type.getElementType());
+    offset += type.getNumElements();
+    ar.getResult().replaceAllUsesWith(v);
+  }
+  for (auto [buf, upd] :
+       llvm::zip(buffers, ArrayRef<Value>(outs).drop_front())) {
+    int64_t L = cast<RankedTensorType>(buf.getType()).getDimSize(1);
+    fr.newResults.push_back(t.reshape(upd, {1, L}));
+  }
+  for (AllReduceOp ar : bucket.members)
+    ar.erase();
+  ++numBuckets;
+  numCompressed += bucket.members.size();
+  compressedCount += bucket.members.size();
+  return success();
+}
+
+void CompressGradientsPass::emitNextState(FunctionRewrite &fr) {
+  Operation *ret = fr.fn.getFunctionBody().front().getTerminator();
+  OpBuilder b(ret);
+  Builder t{b, fr.fn.getLoc()};
+  // A step the loss scale skips keeps the buffers.
+  if (fr.finite)
+    for (auto [i, v] : llvm::enumerate(fr.newResults))
+      fr.newResults[i] = t.map(
+          {fr.finite, v, fr.oldBuffers[i]}, b.getF32Type(),
           [](OpBuilder &nb, Location l, ValueRange a) {
             Value taken = arith::CmpFOp::create(
                 nb, l, arith::CmpFPredicate::OGT, a[0],
@@ -1101,66 +1194,89 @@ LogicalResult CompressGradientsPass::rewrite(FunctionOpInterface fn,
           });
   // The step counter's next value, after the buffers (counted on a skipped
   // step too).
-  if (counter) {
-    newResults.push_back(t.map({counter}, b.getF32Type(),
-                               [](OpBuilder &nb, Location l, ValueRange a) {
-                                 return arith::AddFOp::create(
-                                     nb, l, a[0],
-                                     arith::ConstantOp::create(
-                                         nb, l, nb.getF32Type(),
-                                         nb.getF32FloatAttr(1)));
-                               }));
-    oldBuffers.push_back(counter);
+  if (fr.counter) {
+    fr.newResults.push_back(
+        t.map({fr.counter}, b.getF32Type(),
+              [](OpBuilder &nb, Location l, ValueRange a) {
+                return arith::AddFOp::create(
+                    nb, l, a[0],
+                    arith::ConstantOp::create(nb, l, nb.getF32Type(),
+                                              nb.getF32FloatAttr(1)));
+              }));
+    fr.oldBuffers.push_back(fr.counter);
   }
-  unsigned numResults = fn.getNumResults();
+}
+
+LogicalResult CompressGradientsPass::feedBack(FunctionRewrite &fr) {
+  MLIRContext *ctx = &getContext();
+  FunctionOpInterface fn = fr.fn;
+  Operation *ret = fn.getFunctionBody().front().getTerminator();
+  bool stageLossScale = !fr.isStep && fr.lsResults && fr.lsResults.size() == 2;
   // Train step: appended, with feedback pairs. Stage update: result P + k
   // feeds state argument 2P + k, so the buffers' results go where the
   // arguments' counterparts are (before the all-finite flag).
-  unsigned at = numResults;
-  if (!isStep && lsResults && lsResults.size() == 2)
-    at = lsResults[1];
+  unsigned at = stageLossScale ? fr.lsResults[1] : fn.getNumResults();
   SmallVector<int64_t> feedback;
   if (auto fb = fn->getAttrOfType<DenseI64ArrayAttr>(
           ParDialect::kFeedbackAttrName))
     feedback.assign(fb.asArrayRef().begin(), fb.asArrayRef().end());
   SmallVector<Value> operands(ret->getOperands());
-  for (auto [i, v] : llvm::enumerate(newResults)) {
-    BlockArgument arg = cast<BlockArgument>(oldBuffers[i]);
+  for (auto [i, v] : llvm::enumerate(fr.newResults)) {
+    BlockArgument arg = cast<BlockArgument>(fr.oldBuffers[i]);
     SmallVector<NamedAttribute> attrs;
     for (StringRef name :
          {ParDialect::kShardingAttrName, ParDialect::kGlobalTypeAttrName})
-      attrs.push_back(NamedAttribute(
-          StringAttr::get(ctx, name),
-          fn.getArgAttr(arg.getArgNumber(), name)));
+      attrs.push_back(NamedAttribute(StringAttr::get(ctx, name),
+                                     fn.getArgAttr(arg.getArgNumber(), name)));
     unsigned r = at + i;
-    if (failed(fn.insertResult(r, v.getType(), DictionaryAttr::get(ctx, attrs))))
+    if (failed(
+            fn.insertResult(r, v.getType(), DictionaryAttr::get(ctx, attrs))))
       return failure();
     operands.insert(operands.begin() + r, v);
-    if (isStep) {
+    if (fr.isStep) {
       feedback.push_back(r);
       feedback.push_back(arg.getArgNumber());
     }
   }
   ret->setOperands(operands);
-  if (isStep)
+  if (fr.isStep)
     fn->setAttr(ParDialect::kFeedbackAttrName,
                 DenseI64ArrayAttr::get(ctx, feedback));
-  if (!isStep && lsResults && lsResults.size() == 2)
+  if (stageLossScale)
     fn->setAttr(ParDialect::kLossScaleResultsAttrName,
                 DenseI64ArrayAttr::get(
-                    ctx, {lsResults[0],
-                          lsResults[1] + (int64_t)newResults.size()}));
-  Builder attrB{b, loc};
-  fn->setAttr(ParDialect::kCompressionAttrName,
-              DictionaryAttr::get(
-                  ctx, {NamedAttribute(StringAttr::get(ctx, "method"),
-                                       StringAttr::get(ctx, method)),
-                        NamedAttribute(
-                            StringAttr::get(ctx, "compressed_bytes"),
-                            b.getF64FloatAttr(sent)),
-                        NamedAttribute(
-                            StringAttr::get(ctx, "uncompressed_bytes"),
-                            b.getF64FloatAttr(uncompressed))}));
+                    ctx, {fr.lsResults[0],
+                          fr.lsResults[1] + (int64_t)fr.newResults.size()}));
+  return success();
+}
+
+LogicalResult CompressGradientsPass::rewrite(FunctionOpInterface fn,
+                                             bool isStep) {
+  SmallVector<Bucket> buckets = collect(fn);
+  if (buckets.empty())
+    return success();
+  FunctionRewrite fr{fn, isStep};
+  if (failed(prepare(fr, buckets)))
+    return failure();
+  // Warm-up: a step counter (state like the buffers, the same on every
+  // device) and whether this step is still uncompressed.
+  if (warmup > 0 && failed(addWarmupCounter(fr)))
+    return failure();
+  for (Bucket &bucket : buckets)
+    if (failed(rewriteBucket(fr, bucket)))
+      return failure();
+  // The buffers' next values, as results fed back to their arguments.
+  emitNextState(fr);
+  if (failed(feedBack(fr)))
+    return failure();
+  mlir::Builder b(&getContext());
+  fn->setAttr(
+      ParDialect::kCompressionAttrName,
+      b.getDictionaryAttr(
+          {b.getNamedAttr("method", b.getStringAttr(method)),
+           b.getNamedAttr("compressed_bytes", b.getF64FloatAttr(fr.sent)),
+           b.getNamedAttr("uncompressed_bytes",
+                          b.getF64FloatAttr(fr.uncompressed))}));
   return success();
 }
 

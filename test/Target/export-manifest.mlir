@@ -1,6 +1,6 @@
 // RUN: par-opt %s --par-spmd --par-export-manifest -o /dev/null | FileCheck %s
 // RUN: par-opt %s --par-spmd --par-export-manifest=output=%t.json -o /dev/null && FileCheck %s < %t.json
-// RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=2" --par-pipeline-schedule --par-export-manifest=output=%t.pipe.json -o /dev/null
+// RUN: par-opt %par_src_root/test/Pipelining/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=2" --par-pipeline-schedule --par-export-manifest=output=%t.pipe.json -o /dev/null
 // RUN: %python -c "import json,sys; d=json.load(open(sys.argv[1])); p=d['pipeline']; progs=p.pop('programs'); print('roles', json.dumps({f['name']: f['roles'] for f in d['functions'] if 'roles' in f}, sort_keys=True)); print('pipeline', json.dumps(p, sort_keys=True)); [print('rank', r, json.dumps(a[:3], sort_keys=True)) for r, a in enumerate(progs)]" %t.pipe.json | FileCheck %s --check-prefix=PIPE
 
 // Tests that a pipelined module's manifest names every function by role:

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Communication/Passes.h"
 #include "par/Dialect/Par/Analysis/FactorChoice.h"
 #include "par/Dialect/Par/Analysis/TieClasses.h"
 
@@ -19,7 +19,7 @@
 
 namespace mlir::par {
 #define GEN_PASS_DEF_COMMREPORT
-#include "par/Dialect/Par/Transforms/Passes.h.inc"
+#include "par/Communication/Passes.h.inc"
 } // namespace mlir::par
 
 using namespace mlir;

@@ -10,7 +10,7 @@
 // RUN: not par-opt %s --par-autodiff "--par-optimizer=zero=1 zero-axes=dp,dp" -split-input-file 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not par-opt %s --par-autodiff "--par-optimizer=zero-axes=dp" -split-input-file 2>&1 | FileCheck %s --check-prefix=NOZERO
 // RUN: not par-opt %s --par-compile-pipeline="optimizer=adamw zero=-1" -split-input-file 2>&1 | FileCheck %s --check-prefix=ZEROPIPE
-// RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=zero=1" 2>&1 | FileCheck %s --check-prefix=PIPE
+// RUN: not par-opt %par_src_root/test/Pipelining/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=zero=1" 2>&1 | FileCheck %s --check-prefix=PIPE
 
 // Tests ZeRO-1 (zero=1) as annotations of the unsharded step: the data is
 // split over dp on dim 0, so dp is the data-parallel axis. Each state

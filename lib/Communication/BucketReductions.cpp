@@ -28,7 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Dialect/Par/Analysis/ReshardPlan.h"
-#include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Communication/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -41,7 +41,7 @@
 
 namespace mlir::par {
 #define GEN_PASS_DEF_BUCKETREDUCTIONS
-#include "par/Dialect/Par/Transforms/Passes.h.inc"
+#include "par/Communication/Passes.h.inc"
 } // namespace mlir::par
 
 using namespace mlir;

@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Communication/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -32,7 +32,7 @@
 
 namespace mlir::par {
 #define GEN_PASS_DEF_GRADIENTREDUCEPRECISION
-#include "par/Dialect/Par/Transforms/Passes.h.inc"
+#include "par/Communication/Passes.h.inc"
 } // namespace mlir::par
 
 using namespace mlir;

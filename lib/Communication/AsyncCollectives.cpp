@@ -26,7 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Communication/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -37,7 +37,7 @@
 
 namespace mlir::par {
 #define GEN_PASS_DEF_ASYNCCOLLECTIVES
-#include "par/Dialect/Par/Transforms/Passes.h.inc"
+#include "par/Communication/Passes.h.inc"
 } // namespace mlir::par
 
 using namespace mlir;

@@ -28,7 +28,7 @@
 
 #include "par/Runtime/par_runtime.h"
 
-#include "../common/Float16.h"
+#include "common/Float16.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -1132,18 +1132,9 @@ private:
                              s.seconds == 0);
   }
 
-  /// Per-kernel statistics over the whole mesh: every communicating kernel
-  /// (blocking and started buckets, sends started and blocking) against
-  /// its ring formula, the records' sums against the totals, and the reset.
-  void kernelStats() {
-    std::vector<int> all;
-    for (size_t a = 0; a < mesh.sizes.size(); ++a)
-      all.push_back(int(a));
-    int64_t code = axesCode(all);
-    int64_t ni = mesh.groupSize(all), idx = mesh.index(all);
-    double n = double(ni), ring = (n - 1) / n;
-
-    // The table: every name once, the count the same however it is asked.
+  /// The per-kernel statistics table: every name once, the count the same
+  /// however it is asked.
+  void kernelTable() {
     std::vector<par_rt_kernel_stats_t> recs = kernelRecords(gContext);
     std::string why;
     for (size_t i = 0; i < recs.size() && why.empty(); ++i) {
@@ -1169,6 +1160,20 @@ private:
       if (why.empty() && !recordOf(recs, k).kernel)
         why = std::string("no record for ") + k;
     check("kernel stats: one record per kernel", why);
+  }
+
+  /// Per-kernel statistics over the whole mesh: the table (kernelTable),
+  /// every communicating kernel (blocking and started buckets, sends
+  /// started and blocking) against its ring formula, the records' sums
+  /// against the totals, and the reset.
+  void kernelStats() {
+    std::vector<int> all;
+    for (size_t a = 0; a < mesh.sizes.size(); ++a)
+      all.push_back(int(a));
+    int64_t code = axesCode(all);
+    int64_t ni = mesh.groupSize(all), idx = mesh.index(all);
+    double n = double(ni), ring = (n - 1) / n;
+    kernelTable();
 
     par_rt_context_reset_stats(gContext);
     // Expected (calls, bytes) per kernel.
@@ -1233,8 +1238,8 @@ private:
     }
     par_rt_stats_t s;
     par_rt_context_stats(gContext, &s);
-    recs = kernelRecords(gContext);
-    why.clear();
+    std::vector<par_rt_kernel_stats_t> recs = kernelRecords(gContext);
+    std::string why;
     char text[240];
     int64_t calls = 0;
     double bytes = 0, seconds = 0;

@@ -1,0 +1,80 @@
+//===- Programs.cpp - Per-rank programs from the timetable ----------------===//
+//
+// The transfers added to the timetable's compute orders, in one global
+// order of events for all ranks (what makes the programs deadlock-free under
+// rendezvous send/recv), and back to compute orders.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Schedule/Schedule.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace par {
+namespace pipeline {
+
+Programs derivePrograms(const Timetable &tt) {
+  const PipelineShape &shape = tt.shape;
+  const int S = shape.numStages();
+  // An event of a rank's program. Events sort by (time, class, k1, k2, k3):
+  // transfers (class 0) at the instant their tensor is produced, computes
+  // (class 1) at their start. A transfer has the same key on both ranks,
+  // so all programs follow one global order.
+  struct Event {
+    double time;
+    int cls, k1, k2, k3;
+    Action action;
+  };
+  std::vector<std::vector<Event>> events(shape.p);
+  for (int r = 0; r < shape.p; ++r) {
+    for (size_t i = 0; i < tt.ranks[r].size(); ++i) {
+      const TimedAction &t = tt.ranks[r][i];
+      events[r].push_back(
+          Event{t.start, 1, static_cast<int>(i), 0, 0, t.action});
+      const Action &a = t.action;
+      // The boundary this compute feeds: act(mb, s+1) or grad(mb, s).
+      int boundary = -1, to = -1;
+      bool act = a.op == Op::F;
+      if (act && a.stage + 1 < S) {
+        boundary = a.stage + 1;
+        to = shape.rankOf(boundary);
+      } else if ((a.op == Op::B || a.op == Op::BI) && a.stage > 0) {
+        boundary = a.stage;
+        to = shape.rankOf(boundary - 1);
+      }
+      if (boundary < 0 || to == r)
+        continue;
+      int kind = act ? 0 : 1;
+      events[r].push_back(Event{t.end, 0, kind, a.mb, boundary,
+                                Action{act ? Op::SendAct : Op::SendGrad, a.mb,
+                                       boundary, to}});
+      events[to].push_back(Event{t.end, 0, kind, a.mb, boundary,
+                                 Action{act ? Op::RecvAct : Op::RecvGrad,
+                                        a.mb, boundary, r}});
+    }
+  }
+  Programs programs(shape.p);
+  for (int r = 0; r < shape.p; ++r) {
+    std::sort(events[r].begin(), events[r].end(),
+              [](const Event &x, const Event &y) {
+                return std::tie(x.time, x.cls, x.k1, x.k2, x.k3) <
+                       std::tie(y.time, y.cls, y.k1, y.k2, y.k3);
+              });
+    for (const Event &e : events[r])
+      programs[r].push_back(e.action);
+  }
+  return programs;
+}
+
+Programs computeOnly(const Programs &programs) {
+  Programs orders(programs.size());
+  for (size_t r = 0; r < programs.size(); ++r)
+    for (const Action &a : programs[r])
+      if (a.isCompute())
+        orders[r].push_back(a);
+  return orders;
+}
+
+} // namespace pipeline
+} // namespace par

@@ -1,0 +1,147 @@
+//===- Timetable.cpp - The global timetable -------------------------------===//
+//
+// List scheduling of the compute orders under the cost model: every
+// compute action's rank, start and end, the source of truth the per-rank
+// programs are derived from.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Schedule/Schedule.h"
+#include "ScheduleDetail.h"
+
+#include <algorithm>
+
+namespace par {
+namespace pipeline {
+
+using namespace detail;
+
+bool simulateTimetable(const PipelineShape &shape, const Programs &orders,
+                       const Costs &costs, Timetable &out,
+                       std::string &error) {
+  const int p = shape.p, m = shape.m, S = shape.numStages();
+  const Index idx{S};
+  const Op gop = gradOp(shape);
+  if (static_cast<int>(orders.size()) != p) {
+    error = "compute orders for " + std::to_string(orders.size()) +
+            " ranks, but p=" + std::to_string(p);
+    return false;
+  }
+  // Each action of the right kind exactly once, on the rank of its stage.
+  std::vector<int> seen(3 * static_cast<size_t>(m) * S, 0);
+  auto slot = [&](Op op) { return op == Op::F ? 0 : op == Op::BW ? 2 : 1; };
+  for (int r = 0; r < p; ++r) {
+    for (const Action &a : orders[r]) {
+      bool kindOk = a.isCompute() &&
+                    (a.op == Op::F || a.op == gop ||
+                     (shape.splitBackward && a.op == Op::BW));
+      if (!kindOk || a.mb < 0 || a.mb >= m || a.stage < 0 || a.stage >= S ||
+          shape.rankOf(a.stage) != r) {
+        error = "rank " + std::to_string(r) + " cannot run " +
+                describeAction(a);
+        return false;
+      }
+      if (seen[slot(a.op) * static_cast<size_t>(m) * S + idx(a.mb, a.stage)]++) {
+        error = describeAction(a) + " appears twice";
+        return false;
+      }
+    }
+  }
+  for (int mb = 0; mb < m; ++mb) {
+    for (int s = 0; s < S; ++s) {
+      for (Op op : {Op::F, gop, Op::BW}) {
+        if (op == Op::BW && !shape.splitBackward)
+          continue;
+        if (!seen[slot(op) * static_cast<size_t>(m) * S + idx(mb, s)]) {
+          error = "no rank runs " + stageRef(op, mb, s);
+          return false;
+        }
+      }
+    }
+  }
+
+  // End times; -1 while not run.
+  std::vector<double> endF(static_cast<size_t>(m) * S, -1), endG(endF),
+      endW(endF);
+  auto hop = [&](int from, int to) {
+    return shape.rankOf(from) == shape.rankOf(to) ? 0.0 : costs.comm;
+  };
+  // Ready time of `a`, or -1 if an input is missing.
+  auto readyAt = [&](const Action &a) -> double {
+    size_t i = idx(a.mb, a.stage);
+    switch (a.op) {
+    case Op::F:
+      if (a.stage == 0)
+        return 0;
+      if (endF[idx(a.mb, a.stage - 1)] < 0)
+        return -1;
+      return endF[idx(a.mb, a.stage - 1)] + hop(a.stage - 1, a.stage);
+    case Op::B:
+    case Op::BI: {
+      if (endF[i] < 0)
+        return -1;
+      if (a.stage == S - 1)
+        return endF[i];
+      double g = endG[idx(a.mb, a.stage + 1)];
+      if (g < 0)
+        return -1;
+      return std::max(endF[i], g + hop(a.stage + 1, a.stage));
+    }
+    case Op::BW:
+      return endG[i];
+    default:
+      return -1;
+    }
+  };
+
+  out = Timetable();
+  out.shape = shape;
+  out.costs = costs;
+  out.ranks.assign(p, {});
+  std::vector<size_t> pos(p, 0);
+  std::vector<double> freeAt(p, 0);
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int r = 0; r < p; ++r) {
+      while (pos[r] < orders[r].size()) {
+        const Action &a = orders[r][pos[r]];
+        double ready = readyAt(a);
+        if (ready < 0)
+          break;
+        TimedAction t{a, std::max(freeAt[r], ready), 0};
+        t.end = t.start + costOf(costs, a.op);
+        freeAt[r] = t.end;
+        size_t i = idx(a.mb, a.stage);
+        (a.op == Op::F ? endF : a.op == Op::BW ? endW : endG)[i] = t.end;
+        out.makespan = std::max(out.makespan, t.end);
+        out.ranks[r].push_back(t);
+        ++pos[r];
+        progress = true;
+      }
+    }
+  }
+  for (int r = 0; r < p; ++r) {
+    if (pos[r] < orders[r].size()) {
+      error = "the compute orders wait on each other: rank " +
+              std::to_string(r) + " cannot start " +
+              describeAction(orders[r][pos[r]]) +
+              " (an input is produced later in another rank's order)";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool buildTimetable(ScheduleConfig config, Timetable &out,
+                    std::string &error) {
+  error = validateConfig(config);
+  if (!error.empty())
+    return false;
+  return simulateTimetable(config.shape,
+                           buildComputeOrders(config.kind, config.shape),
+                           config.costs, out, error);
+}
+
+} // namespace pipeline
+} // namespace par

@@ -1,0 +1,380 @@
+//===- Verifier.cpp - The deadlock verifier of per-rank programs ----------===//
+//
+// Proves per-rank programs complete, well-formed and free of deadlock under
+// blocking (rendezvous) send/recv by simulating the ranks, and names what is
+// wrong otherwise (verifyPrograms).
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Schedule/Schedule.h"
+#include "ScheduleDetail.h"
+
+#include <algorithm>
+
+namespace par {
+namespace pipeline {
+
+using namespace detail;
+
+namespace {
+
+// Messages the verifier collects before it gives up listing more.
+constexpr size_t kMaxErrors = 20;
+
+/// Where a transfer of boundary `stage` must run: act(mb, s) goes from the
+/// rank of stage s-1 to the rank of stage s, grad(mb, s) back.
+struct Route {
+  int from, to;
+};
+
+Route routeOf(const PipelineShape &shape, Op op, int stage) {
+  int up = shape.rankOf(stage - 1), down = shape.rankOf(stage);
+  return isActTransfer(op) ? Route{up, down} : Route{down, up};
+}
+
+class Verifier {
+public:
+  Verifier(const PipelineShape &shape, const Programs &programs,
+           const Costs &costs)
+      : shape(shape), programs(programs), costs(costs),
+        S(shape.numStages()), idx{shape.numStages()} {}
+
+  VerifyResult run() {
+    if (static_cast<int>(programs.size()) != shape.p) {
+      error("there are programs for " + std::to_string(programs.size()) +
+            " ranks, but p=" + std::to_string(shape.p));
+      return finish();
+    }
+    // Misplaced actions are left out of the counts, so both checks report;
+    // the simulation assumes what they establish.
+    checkActions();
+    checkCounts();
+    if (result.errors.empty())
+      simulate();
+    return finish();
+  }
+
+private:
+  void error(const std::string &message) {
+    if (result.errors.size() < kMaxErrors)
+      result.errors.push_back(message);
+    else if (result.errors.size() == kMaxErrors)
+      result.errors.push_back("(more errors not shown)");
+  }
+
+  VerifyResult finish() {
+    result.ok = result.errors.empty();
+    return result;
+  }
+
+  size_t countSlot(Op op, int mb, int stage) const {
+    return static_cast<size_t>(op) * shape.m * S + idx(mb, stage);
+  }
+
+  /// Ranges, ownership and the routes of transfers.
+  void checkActions() {
+    counts.assign(8 * static_cast<size_t>(shape.m) * S, 0);
+    for (int r = 0; r < shape.p; ++r) {
+      std::string where = "rank " + std::to_string(r) + ": ";
+      for (const Action &a : programs[r]) {
+        bool transfer = !a.isCompute();
+        if (a.mb < 0 || a.mb >= shape.m || a.stage < (transfer ? 1 : 0) ||
+            a.stage >= S ||
+            (transfer && (a.peer < 0 || a.peer >= shape.p))) {
+          error(where + formatAction(a) + " is out of range (m=" +
+                std::to_string(shape.m) + ", " + std::to_string(S) +
+                " stages, p=" + std::to_string(shape.p) + ")");
+          continue;
+        }
+        if (!transfer) {
+          int owner = shape.rankOf(a.stage);
+          if (owner != r) {
+            error(where + "runs " + describeAction(a) + ", but stage " +
+                  std::to_string(a.stage) + " lives on rank " +
+                  std::to_string(owner));
+            continue;
+          }
+          bool split = a.op == Op::BI || a.op == Op::BW;
+          if (a.op != Op::F && split != shape.splitBackward) {
+            error(where + "runs " + describeAction(a) + ", but the backward" +
+                  (shape.splitBackward ? " is split (BI and BW)"
+                                       : " is one action B"));
+            continue;
+          }
+        } else {
+          Route route = routeOf(shape, a.op, a.stage);
+          std::string tensor = tensorRef(a.op, a.mb, a.stage);
+          if (route.from == route.to) {
+            error(where + formatAction(a) + ": " + tensor +
+                  " stays on rank " + std::to_string(route.from) +
+                  ", nothing to transfer");
+            continue;
+          }
+          int self = a.isSend() ? route.from : route.to;
+          int peer = a.isSend() ? route.to : route.from;
+          if (r != self || a.peer != peer) {
+            error(where + formatAction(a) + ", but " + tensor +
+                  " goes from rank " + std::to_string(route.from) +
+                  " to rank " + std::to_string(route.to));
+            continue;
+          }
+        }
+        ++counts[countSlot(a.op, a.mb, a.stage)];
+      }
+    }
+  }
+
+  /// Every compute once; every transfer once on each side.
+  void checkCounts() {
+    std::vector<Op> computeOps = {Op::F};
+    if (shape.splitBackward) {
+      computeOps.push_back(Op::BI);
+      computeOps.push_back(Op::BW);
+    } else {
+      computeOps.push_back(Op::B);
+    }
+    for (int mb = 0; mb < shape.m; ++mb) {
+      for (int s = 0; s < S; ++s) {
+        for (Op op : computeOps) {
+          int n = counts[countSlot(op, mb, s)];
+          std::string owner = "rank " + std::to_string(shape.rankOf(s));
+          if (n == 0)
+            error("missing compute: " + owner + " never runs " +
+                  stageRef(op, mb, s));
+          else if (n > 1)
+            error("duplicate compute: " + owner + " runs " +
+                  stageRef(op, mb, s) + " " + std::to_string(n) + " times");
+        }
+        if (s == 0 || shape.rankOf(s - 1) == shape.rankOf(s))
+          continue;
+        for (Op send : {Op::SendAct, Op::SendGrad}) {
+          Op recv = send == Op::SendAct ? Op::RecvAct : Op::RecvGrad;
+          Route route = routeOf(shape, send, s);
+          int ns = counts[countSlot(send, mb, s)];
+          int nr = counts[countSlot(recv, mb, s)];
+          std::string from = "rank " + std::to_string(route.from);
+          std::string to = "rank " + std::to_string(route.to);
+          if (ns > 1)
+            error("duplicate transfer: " + from + " has " +
+                  stageRef(send, mb, s) + " " + std::to_string(ns) + " times");
+          if (nr > 1)
+            error("duplicate transfer: " + to + " has " +
+                  stageRef(recv, mb, s) + " " + std::to_string(nr) + " times");
+          if (ns == 0 && nr == 0)
+            error("missing transfer: " + tensorRef(send, mb, s) +
+                  " is never sent from " + from + " to " + to);
+          else if (ns == 0)
+            error("unmatched transfer: " + to + " has " +
+                  stageRef(recv, mb, s) + ", but " + from +
+                  " never sends it");
+          else if (nr == 0)
+            error("unmatched transfer: " + from + " has " +
+                  stageRef(send, mb, s) + ", but " + to +
+                  " never receives it");
+        }
+      }
+    }
+  }
+
+  /// What `a` needs on its rank that has not happened yet; empty if none.
+  std::string missingInput(const Action &a) const {
+    size_t i = idx(a.mb, a.stage);
+    const Op gop = gradOp(shape);
+    switch (a.op) {
+    case Op::F:
+      if (a.stage == 0)
+        return "";
+      if (shape.rankOf(a.stage - 1) == shape.rankOf(a.stage))
+        return doneF[idx(a.mb, a.stage - 1)]
+                   ? ""
+                   : stageRef(Op::F, a.mb, a.stage - 1);
+      return gotAct[i] ? ""
+                       : describeAction(Action{Op::RecvAct, a.mb, a.stage,
+                                               shape.rankOf(a.stage - 1)});
+    case Op::B:
+    case Op::BI:
+      if (!doneF[i])
+        return stageRef(Op::F, a.mb, a.stage);
+      if (a.stage == S - 1)
+        return "";
+      if (shape.rankOf(a.stage + 1) == shape.rankOf(a.stage))
+        return doneG[idx(a.mb, a.stage + 1)]
+                   ? ""
+                   : stageRef(gop, a.mb, a.stage + 1);
+      return gotGrad[idx(a.mb, a.stage + 1)]
+                 ? ""
+                 : describeAction(Action{Op::RecvGrad, a.mb, a.stage + 1,
+                                         shape.rankOf(a.stage + 1)});
+    case Op::BW:
+      return doneG[i] ? "" : stageRef(Op::BI, a.mb, a.stage);
+    case Op::SendAct:
+      return doneF[idx(a.mb, a.stage - 1)]
+                 ? ""
+                 : stageRef(Op::F, a.mb, a.stage - 1);
+    case Op::SendGrad:
+      return doneG[i] ? "" : stageRef(gop, a.mb, a.stage);
+    default:
+      return "";
+    }
+  }
+
+  void checkInputs(int r, const Action &a) {
+    std::string missing = missingInput(a);
+    if (!missing.empty())
+      error("dependency violation: rank " + std::to_string(r) + " runs " +
+            describeAction(a) + " before " + missing);
+  }
+
+  void markDone(const Action &a) {
+    size_t i = idx(a.mb, a.stage);
+    switch (a.op) {
+    case Op::F:
+      doneF[i] = 1;
+      break;
+    case Op::B:
+    case Op::BI:
+      doneG[i] = 1;
+      break;
+    case Op::RecvAct:
+      gotAct[i] = 1;
+      break;
+    case Op::RecvGrad:
+      gotGrad[i] = 1;
+      break;
+    default:
+      break;
+    }
+  }
+
+  /// Runs the ranks with blocking send/recv; a send and a recv complete
+  /// together once both ranks have reached them.
+  void simulate() {
+    size_t n = static_cast<size_t>(shape.m) * S;
+    doneF.assign(n, 0);
+    doneG.assign(n, 0);
+    gotAct.assign(n, 0);
+    gotGrad.assign(n, 0);
+    const int p = shape.p;
+    std::vector<size_t> pos(p, 0);
+    std::vector<double> clock(p, 0);
+    auto next = [&](int r) -> const Action * {
+      return pos[r] < programs[r].size() ? &programs[r][pos[r]] : nullptr;
+    };
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (int r = 0; r < p; ++r) {
+        while (const Action *a = next(r)) {
+          if (a->isCompute()) {
+            checkInputs(r, *a);
+            markDone(*a);
+            clock[r] += costOf(costs, a->op);
+            ++pos[r];
+            progress = true;
+            continue;
+          }
+          int q = a->peer;
+          const Action *b = next(q);
+          if (!b || b->isCompute() || b->peer != r || b->isSend() == a->isSend())
+            break; // r waits for q
+          const Action &send = a->isSend() ? *a : *b;
+          const Action &recv = a->isSend() ? *b : *a;
+          int sender = a->isSend() ? r : q, receiver = a->isSend() ? q : r;
+          if (isActTransfer(send.op) != isActTransfer(recv.op) ||
+              send.mb != recv.mb || send.stage != recv.stage) {
+            error("mismatched transfer: rank " + std::to_string(sender) +
+                  " sends " + tensorRef(send.op, send.mb, send.stage) +
+                  " to rank " + std::to_string(receiver) + ", but rank " +
+                  std::to_string(receiver) + " waits in " +
+                  describeAction(recv));
+            return;
+          }
+          checkInputs(sender, send);
+          markDone(recv);
+          double end = std::max(clock[r], clock[q]) + costs.comm;
+          clock[r] = clock[q] = end;
+          ++pos[r];
+          ++pos[q];
+          ++result.transfers;
+          progress = true;
+        }
+      }
+    }
+    std::vector<int> blocked;
+    for (int r = 0; r < p; ++r)
+      if (next(r))
+        blocked.push_back(r);
+    if (blocked.empty()) {
+      result.blockingMakespan = *std::max_element(clock.begin(), clock.end());
+      return;
+    }
+    reportDeadlock(blocked, pos);
+  }
+
+  /// Follows the wait-for edges from the first blocked rank to a cycle and
+  /// names every rank on it with the action it is blocked in.
+  void reportDeadlock(const std::vector<int> &blocked,
+                      const std::vector<size_t> &pos) {
+    auto stuckIn = [&](int r) -> const Action * {
+      return pos[r] < programs[r].size() ? &programs[r][pos[r]] : nullptr;
+    };
+    std::vector<int> chain;
+    std::vector<int> seenAt(shape.p, -1);
+    int r = blocked.front();
+    while (r >= 0 && seenAt[r] < 0) {
+      seenAt[r] = static_cast<int>(chain.size());
+      chain.push_back(r);
+      const Action *a = stuckIn(r);
+      r = a ? a->peer : -1;
+    }
+    if (r < 0) {
+      // The chain ends at a rank that finished (cannot happen once the
+      // counts check passed, but say it plainly if it does).
+      int finished = chain.back();
+      int waiting = chain[chain.size() - 2];
+      error("deadlock: rank " + std::to_string(waiting) + " waits in " +
+            describeAction(*stuckIn(waiting)) + ", but rank " +
+            std::to_string(finished) + " has finished its program");
+      return;
+    }
+    std::vector<int> cycle(chain.begin() + seenAt[r], chain.end());
+    std::rotate(cycle.begin(),
+                std::min_element(cycle.begin(), cycle.end()), cycle.end());
+    std::string message = "deadlock: rank " + std::to_string(cycle[0]) +
+                          " waits in " + describeAction(*stuckIn(cycle[0]));
+    for (size_t i = 1; i < cycle.size(); ++i)
+      message += std::string(i == 1 ? ", but" : ", and") + " rank " +
+                 std::to_string(cycle[i]) + " is blocked in " +
+                 describeAction(*stuckIn(cycle[i]));
+    size_t others = blocked.size() - cycle.size();
+    if (others)
+      message += " (" + std::to_string(others) + " more rank" +
+                 (others == 1 ? "" : "s") + " wait behind them)";
+    error(message);
+  }
+
+  const PipelineShape &shape;
+  const Programs &programs;
+  const Costs &costs;
+  const int S;
+  const Index idx;
+  std::vector<int> counts;
+  std::vector<char> doneF, doneG, gotAct, gotGrad;
+  VerifyResult result;
+};
+
+} // namespace
+
+VerifyResult verifyPrograms(const PipelineShape &shape,
+                            const Programs &programs, const Costs &costs) {
+  std::string error = validateShape(shape);
+  if (!error.empty()) {
+    VerifyResult result;
+    result.errors.push_back(error);
+    return result;
+  }
+  return Verifier(shape, programs, costs).run();
+}
+
+} // namespace pipeline
+} // namespace par
