@@ -16,13 +16,6 @@ using namespace mlir::par;
 
 namespace {
 
-LogicalResult runPasses(ModuleOp module,
-                        function_ref<void(OpPassManager &)> build) {
-  PassManager pm(module.getContext());
-  build(pm);
-  return pm.run(module);
-}
-
 LogicalResult writeModule(ModuleOp module, const std::string &path,
                           std::string &error) {
   std::error_code ec;
@@ -31,59 +24,41 @@ LogicalResult writeModule(ModuleOp module, const std::string &path,
     error = "cannot write '" + path + "': " + ec.message();
     return failure();
   }
+  // With the final newline, as par-opt prints a module.
   module.print(os);
+  os << "\n";
   return success();
 }
 
 /// One program of the artifact: the back half on a copy of the front
-/// half's result, then the shared object.
-LogicalResult buildProgram(ModuleOp front, StringRef stem, bool reference,
-                           bool report, const CompileOptions &options,
+/// half's result (the partitioned program written in between), then the
+/// shared object.
+LogicalResult buildProgram(ModuleOp front, StringRef stem,
+                           const ProgramOptions &program,
+                           const CompileOptions &options,
                            const ArtifactOptions &artifact,
                            std::string &error) {
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(front->clone()));
   std::string base = artifact.outputDir + "/" + stem.str();
-  // The back half's options as given (grad-reduce, bucket-bytes), with
-  // what differs between the two programs.
-  BackendOptions backend = getBackendOptions(options);
-  backend.reference = reference;
-  backend.report = report;
-  backend.manifest = base + ".json";
-  bool cuda = false;
-  GPUTargetOptions gpu;
-  if (!parseTarget(options.target, cuda, gpu, error))
-    return failure();
-  gpu.toolkit = artifact.cudaToolkit;
-  cuda = cuda && !reference;
-  if (!cuda)
-    backend.target = "cpu";
   SharedObjectOptions link = artifact.link;
-  if (cuda) {
+  if (program.target.isCuda()) {
     link.extraLibs.push_back({link.runtimeLibDir, "par_runtime_gpu"});
     // libpar_runtime_gpu.so needs libcuda.so.1: the stub satisfies the
     // link; the driver is found at run time (no rpath to the stub).
-    link.linkOnlyLibs.push_back({artifact.cudaToolkit + "/lib64/stubs",
-                                 "cuda"});
+    link.linkOnlyLibs.push_back(
+        {program.target.gpu.toolkit + "/lib64/stubs", "cuda"});
   }
-  if (failed(runPasses(*module, [&](OpPassManager &pm) {
-        buildSPMDPhase(pm, backend);
-      }))) {
-    error = (reference ? "building the reference" : "partitioning") +
+  PassManager spmd(module->getContext()), lower(module->getContext());
+  buildBackendPipeline(spmd, lower, options, program);
+  if (failed(spmd.run(*module))) {
+    error = (program.reference ? "building the reference" : "partitioning") +
             std::string(" failed");
     return failure();
   }
-  if (!reference && failed(writeModule(*module, base + ".mlir", error)))
+  if (!program.reference &&
+      failed(writeModule(*module, base + ".mlir", error)))
     return failure();
-  if (failed(runPasses(*module, [&](OpPassManager &pm) {
-        buildExportPhase(pm, backend);
-        if (cuda)
-          buildLowerGPUPipeline(pm, gpu);
-        else {
-          CPUKernelOptions kernels = getCPUKernelOptions(options);
-          kernels.report = kernels.report && !reference;
-          buildLowerCPUPipeline(pm, kernels);
-        }
-      }))) {
+  if (failed(lower.run(*module))) {
     error = "lowering '" + stem.str() + "' failed";
     return failure();
   }
@@ -107,6 +82,7 @@ std::vector<std::string> mlir::par::artifactFiles(bool reference) {
 
 LogicalResult mlir::par::buildArtifact(ModuleOp model,
                                        const CompileOptions &options,
+                                       const TargetSpec &target,
                                        const ArtifactOptions &artifact,
                                        std::string &error) {
   if (std::error_code ec =
@@ -114,18 +90,25 @@ LogicalResult mlir::par::buildArtifact(ModuleOp model,
     error = "cannot create '" + artifact.outputDir + "': " + ec.message();
     return failure();
   }
-  if (failed(runPasses(model, [&](OpPassManager &pm) {
-        buildFrontendPipeline(pm, options);
-      }))) {
+  PassManager front(model.getContext());
+  buildFrontendPipeline(front, options);
+  if (failed(front.run(model))) {
     error = "building the train step or the pipeline schedule failed";
     return failure();
   }
-  if (failed(buildProgram(model, "sharded", /*reference=*/false,
-                          options.commReport, options, artifact, error)))
+  // The sharded program is the one par-compile-pipeline builds from the
+  // same options; the reference differs in what its ProgramOptions say.
+  ProgramOptions sharded = getProgramOptions(options, target);
+  sharded.reference = false;
+  sharded.manifest = artifact.outputDir + "/sharded.json";
+  if (failed(buildProgram(model, "sharded", sharded, options, artifact,
+                          error)))
     return failure();
-  if (artifact.reference &&
-      failed(buildProgram(model, "reference", /*reference=*/true,
-                          /*report=*/false, options, artifact, error)))
-    return failure();
-  return success();
+  if (!artifact.reference)
+    return success();
+  ProgramOptions reference;
+  reference.reference = true;
+  reference.manifest = artifact.outputDir + "/reference.json";
+  return buildProgram(model, "reference", reference, options, artifact,
+                      error);
 }

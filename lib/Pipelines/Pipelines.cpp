@@ -29,8 +29,72 @@
 using namespace mlir;
 using namespace mlir::par;
 
+//===----------------------------------------------------------------------===//
+// The target and the options' checks
+//===----------------------------------------------------------------------===//
+
+std::string mlir::par::TargetSpec::str() const {
+  return isCuda() ? "cuda:" + gpu.chip : "cpu";
+}
+
+FailureOr<TargetSpec> mlir::par::parseTarget(StringRef target,
+                                             std::string &error) {
+  TargetSpec spec;
+  if (target == "cpu")
+    return spec;
+  spec.kind = TargetSpec::Kind::CUDA;
+  if (target == "cuda")
+    return spec; // the default chip
+  if (!target.consume_front("cuda:")) {
+    error = "unknown target '" + target.str() +
+            "' (expected cpu, cuda or cuda:sm_NN)";
+    return failure();
+  }
+  unsigned sm;
+  if (!target.starts_with("sm_") || target.drop_front(3).getAsInteger(10, sm) ||
+      sm < 70) {
+    error = "unknown cuda chip '" + target.str() +
+            "' (expected sm_NN with NN >= 70, e.g. sm_90)";
+    return failure();
+  }
+  spec.gpu.chip = target.str();
+  return spec;
+}
+
+FailureOr<TargetSpec>
+mlir::par::checkCompileOptions(const CompileOptions &options,
+                               std::string &error) {
+  FailureOr<TargetSpec> target = parseTarget(options.target.name, error);
+  if (failed(target))
+    return failure();
+  // Top-k selects with loops over single elements on the host.
+  if (target->isCuda() && options.communication.compress == "topk") {
+    error = "compress=topk has no cuda lowering (its radix select updates "
+            "tensors element by element in host loops); use compress=int8 "
+            "or compress=sign with --target cuda";
+    return failure();
+  }
+  return target;
+}
+
+ProgramOptions mlir::par::getProgramOptions(const CompileOptions &options,
+                                            const TargetSpec &target) {
+  ProgramOptions program;
+  program.target = target;
+  program.reference = options.reference;
+  program.manifest = options.manifest;
+  program.commReport = options.commReport;
+  program.kernelReport = options.report;
+  return program;
+}
+
+//===----------------------------------------------------------------------===//
+// Phases
+//===----------------------------------------------------------------------===//
+
 void mlir::par::buildSPMDPipeline(OpPassManager &pm,
-                                  const SPMDPipelineOptions &options) {
+                                  const CommunicationOptions &options,
+                                  bool report) {
   // Cheap shared tensors (empty, fill, splat) get one copy per use, so that
   // one shared init does not force one sharding on all its users.
   pm.addPass(createSplitConstants());
@@ -79,15 +143,15 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
   }
   // The stage's contract.
   pm.addPass(createVerifySPMD());
-  if (options.report)
+  if (report)
     pm.addPass(createCommReport());
 }
 
 /// The loss-scaling policy `options` asks for ("" for none).
-static std::string lossScalePolicy(const CompileOptions &options) {
+static std::string lossScalePolicy(const PrecisionOptions &options) {
   // Anything else reaches par-loss-scale, which names what it takes.
   if (options.lossScale == "auto")
-    return options.precision == "f16" ? "dynamic" : "";
+    return options.computeType == "f16" ? "dynamic" : "";
   return options.lossScale == "none" ? "" : options.lossScale.getValue();
 }
 
@@ -96,115 +160,92 @@ void mlir::par::buildPrecisionPhase(OpPassManager &pm,
   // On the whole unsharded forward, before the pipeline split (which then
   // cuts 16-bit activations) and before autodiff (the casts' adjoints make
   // the master weights' gradients f32).
-  if (options.precision != "f32") {
+  const PrecisionOptions &precision = options.precision;
+  if (precision.computeType != "f32") {
     MixedPrecisionOptions mp;
-    mp.computeType = options.precision;
-    mp.keep.assign(options.keep.begin(), options.keep.end());
+    mp.computeType = precision.computeType;
+    mp.keep.assign(precision.keep.begin(), precision.keep.end());
     pm.addPass(createMixedPrecision(mp));
   }
   // The loss scale seeds the backward (before autodiff) of the whole
   // forward (before the split: only the last stage reads it).
-  std::string policy = lossScalePolicy(options);
-  if (policy.empty() || options.optimizer == "none")
+  std::string policy = lossScalePolicy(precision);
+  if (policy.empty() || options.training.optimizer == "none")
     return;
   LossScaleOptions ls;
   ls.policy = policy;
-  ls.initScale = options.initScale;
-  ls.growthFactor = options.growthFactor;
-  ls.backoffFactor = options.backoffFactor;
-  ls.growthInterval = options.growthInterval;
-  ls.hysteresis = options.hysteresis;
-  ls.minScale = options.minScale;
+  ls.initScale = precision.initScale;
+  ls.growthFactor = precision.growthFactor;
+  ls.backoffFactor = precision.backoffFactor;
+  ls.growthInterval = precision.growthInterval;
+  ls.hysteresis = precision.hysteresis;
+  ls.minScale = precision.minScale;
   pm.addPass(createLossScale(ls));
 }
 
 void mlir::par::buildPipelineSplitPhase(OpPassManager &pm,
                                         const CompileOptions &options) {
-  if (options.stages <= 0)
+  const PipeliningOptions &pipelining = options.pipelining;
+  if (pipelining.stages <= 0)
     return;
   // Before autodiff: the stage functions are forwards, each differentiated
   // on its own, so every stage's backward lives with its forward.
   PipelineSplitOptions split;
-  split.stages = options.stages;
+  split.stages = pipelining.stages;
   split.report = options.report;
-  split.splitBackward = options.splitBackward || options.schedule == "zbh1";
+  split.splitBackward =
+      pipelining.splitBackward || pipelining.schedule == "zbh1";
   pm.addPass(createPipelineSplit(split));
 }
 
 void mlir::par::buildTrainPhase(OpPassManager &pm,
                                 const CompileOptions &options) {
-  if (options.optimizer == "none")
+  const TrainingOptions &training = options.training;
+  if (training.optimizer == "none")
     return;
   // Reverse mode on the unsharded program: the backward is sharded later
   // by the same propagation as the forward.
   pm.addPass(createAutodiff());
   OptimizerOptions opt;
-  opt.optimizer = options.optimizer;
-  opt.lr = options.lr;
-  opt.momentum = options.momentum;
-  opt.beta1 = options.beta1;
-  opt.beta2 = options.beta2;
-  opt.epsilon = options.epsilon;
-  opt.weightDecay = options.weightDecay;
-  opt.clipNorm = options.clipNorm;
-  opt.schedule = options.lrSchedule;
-  opt.warmupSteps = options.warmupSteps;
-  opt.totalSteps = options.totalSteps;
-  opt.microBatches = options.microBatches;
-  opt.zero = options.zero;
-  opt.zeroAxes.assign(options.zeroAxes.begin(), options.zeroAxes.end());
+  opt.optimizer = training.optimizer;
+  opt.lr = training.lr;
+  opt.momentum = training.momentum;
+  opt.beta1 = training.beta1;
+  opt.beta2 = training.beta2;
+  opt.epsilon = training.epsilon;
+  opt.weightDecay = training.weightDecay;
+  opt.clipNorm = training.clipNorm;
+  opt.schedule = training.lrSchedule;
+  opt.warmupSteps = training.warmupSteps;
+  opt.totalSteps = training.totalSteps;
+  opt.microBatches = training.microBatches;
+  opt.zero = training.zero;
+  opt.zeroAxes.assign(training.zeroAxes.begin(), training.zeroAxes.end());
   opt.report = options.report;
   pm.addPass(createOptimizer(opt));
 }
 
 void mlir::par::buildSchedulePhase(OpPassManager &pm,
                                    const CompileOptions &options) {
-  if (options.stages <= 0)
+  const PipeliningOptions &pipelining = options.pipelining;
+  if (pipelining.stages <= 0)
     return;
   // After the optimizer: the schedule orders the stage functions' forwards,
   // backwards and updates, with the step's micro-batch count.
   PipelineScheduleOptions sched;
-  sched.schedule = options.schedule;
-  sched.microBatches = options.microBatches;
-  sched.virtualStages = options.virtualStages;
-  sched.axis = options.pipelineAxis;
+  sched.schedule = pipelining.schedule;
+  sched.microBatches = options.training.microBatches;
+  sched.virtualStages = pipelining.virtualStages;
+  sched.axis = pipelining.pipelineAxis;
   sched.diagram = options.report;
   pm.addPass(createPipelineSchedule(sched));
 }
 
-BackendOptions mlir::par::getBackendOptions(const CompileOptions &options) {
-  BackendOptions b;
-  b.reference = options.reference;
-  b.manifest = options.manifest;
-  b.report = options.commReport;
-  b.gradReduce = options.gradReduce;
-  b.sinkReductions = options.sinkReductions;
-  b.bucketBytes = options.bucketBytes;
-  b.compress = options.compress;
-  b.compressRatio = options.compressRatio;
-  b.compressChunk = options.compressChunk;
-  b.errorFeedback = options.errorFeedback;
-  b.compressMinElements = options.compressMinElements;
-  b.compressWarmup = options.compressWarmup;
-  b.target = options.target;
-  return b;
-}
-
 void mlir::par::buildSPMDPhase(OpPassManager &pm,
-                               const BackendOptions &options) {
-  if (!options.reference) {
-    SPMDPipelineOptions spmd;
-    spmd.report = options.report;
-    spmd.gradReduce = options.gradReduce;
-    spmd.sinkReductions = options.sinkReductions;
-    spmd.bucketBytes = options.bucketBytes;
-    spmd.compress = options.compress;
-    spmd.compressRatio = options.compressRatio;
-    spmd.compressChunk = options.compressChunk;
-    spmd.errorFeedback = options.errorFeedback;
-    spmd.compressMinElements = options.compressMinElements;
-    spmd.compressWarmup = options.compressWarmup;
-    buildSPMDPipeline(pm, spmd);
+                               const CommunicationOptions &comm,
+                               const ProgramOptions &program) {
+  if (!program.reference) {
+    buildSPMDPipeline(pm, comm, program.commReport);
     return;
   }
   // The unsharded reference: the same program on one device, annotations
@@ -216,26 +257,15 @@ void mlir::par::buildSPMDPhase(OpPassManager &pm,
 }
 
 void mlir::par::buildExportPhase(OpPassManager &pm,
-                                 const BackendOptions &options) {
-  if (options.manifest.empty())
+                                 const ProgramOptions &program) {
+  if (program.manifest.empty())
     return;
   // On tensors, before bufferization: the manifest reads every argument's
   // global type, local type and sharding.
   ExportManifestOptions exp;
-  exp.outputFile = options.manifest;
-  // "cuda" is spelled with its chip ("cuda:sm_90"), as readers expect.
-  bool cuda = false;
-  GPUTargetOptions gpu;
-  std::string error;
-  exp.target = parseTarget(options.target, cuda, gpu, error) && cuda
-                   ? "cuda:" + gpu.chip
-                   : "cpu";
+  exp.outputFile = program.manifest;
+  exp.target = program.target.str();
   pm.addPass(createExportManifest(exp));
-}
-
-CPUKernelOptions mlir::par::getCPUKernelOptions(const CompileOptions &options) {
-  return {options.fuseReductions, options.fpReassociate, options.mathApprox,
-          options.outlineKernels, options.report};
 }
 
 void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
@@ -307,8 +337,8 @@ void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
-void mlir::par::buildLowerCPUPhase(OpPassManager &pm,
-                                   const CPUKernelOptions &kernels) {
+void mlir::par::buildLowerCPUPhase(OpPassManager &pm, bool outlineKernels,
+                                   bool report) {
   // Buffer collectives become runtime kernel calls; matmuls take the BLAS
   // path before the remaining linalg becomes loops.
   pm.addPass(createCollectivesToRuntime());
@@ -316,9 +346,9 @@ void mlir::par::buildLowerCPUPhase(OpPassManager &pm,
   // Every remaining kernel a function, identical ones (the layers') once:
   // LLVM then optimises and generates each distinct kernel once, and the
   // compile time stops growing with the depth (RationaleCPUKernels.md).
-  if (kernels.outlineKernels) {
+  if (outlineKernels) {
     OutlineKernelsOptions outline;
-    outline.report = kernels.report;
+    outline.report = report;
     pm.addPass(createOutlineKernels(outline));
   }
   // The remaining linalg ops to loops; the big ones' outer parallel loops
@@ -430,37 +460,11 @@ void mlir::par::buildLowerGPUPipeline(OpPassManager &pm,
   buildLowerGPUPhase(pm, options);
 }
 
-bool mlir::par::parseTarget(StringRef target, bool &isCuda,
-                            GPUTargetOptions &gpu, std::string &error) {
-  isCuda = false;
-  if (target == "cpu")
-    return true;
-  StringRef chip;
-  if (target == "cuda") {
-    chip = "sm_90";
-  } else if (target.consume_front("cuda:")) {
-    chip = target;
-    unsigned sm;
-    if (!chip.starts_with("sm_") || chip.drop_front(3).getAsInteger(10, sm) ||
-        sm < 70) {
-      error = "unknown cuda chip '" + chip.str() +
-              "' (expected sm_NN with NN >= 70, e.g. sm_90)";
-      return false;
-    }
-  } else {
-    error = "unknown target '" + target.str() +
-            "' (expected cpu, cuda or cuda:sm_NN)";
-    return false;
-  }
-  isCuda = true;
-  gpu.chip = chip.str();
-  return true;
-}
-
 void mlir::par::buildLowerCPUPipeline(OpPassManager &pm,
-                                      const CPUKernelOptions &kernels) {
+                                      const CPUKernelOptions &kernels,
+                                      bool report) {
   buildBufferizePhase(pm, /*outParams=*/false, &kernels);
-  buildLowerCPUPhase(pm, kernels);
+  buildLowerCPUPhase(pm, kernels.outlineKernels, report);
 }
 
 void mlir::par::buildFrontendPipeline(OpPassManager &pm,
@@ -476,36 +480,37 @@ void mlir::par::buildFrontendPipeline(OpPassManager &pm,
   buildSchedulePhase(pm, options);
 }
 
-void mlir::par::buildBackendPipeline(OpPassManager &pm,
-                                     const BackendOptions &options) {
-  buildSPMDPhase(pm, options);
-  buildExportPhase(pm, options);
-  bool cuda = false;
-  GPUTargetOptions gpu;
-  std::string error;
-  if (parseTarget(options.target, cuda, gpu, error) && cuda)
-    buildLowerGPUPipeline(pm, gpu);
+void mlir::par::buildBackendPipeline(OpPassManager &spmd, OpPassManager &lower,
+                                     const CompileOptions &options,
+                                     const ProgramOptions &program) {
+  buildSPMDPhase(spmd, options.communication, program);
+  buildExportPhase(lower, program);
+  if (program.target.isCuda())
+    buildLowerGPUPipeline(lower, program.target.gpu);
   else
-    buildLowerCPUPipeline(pm); // a bad target was refused by the caller
+    buildLowerCPUPipeline(lower, options.kernels, program.kernelReport);
 }
 
 void mlir::par::buildCompilePipeline(OpPassManager &pm,
-                                     const CompileOptions &options) {
+                                     const CompileOptions &options,
+                                     const TargetSpec &target) {
   buildFrontendPipeline(pm, options);
-  buildBackendPipeline(pm, getBackendOptions(options));
+  buildBackendPipeline(pm, pm, options, getProgramOptions(options, target));
 }
 
 void mlir::par::registerParPipelines() {
   PassPipelineRegistration<SPMDPipelineOptions>(
       "par-spmd",
       "Sharding propagation, SPMD partitioning, cleanup and verification",
-      buildSPMDPipeline);
+      [](OpPassManager &pm, const SPMDPipelineOptions &options) {
+        buildSPMDPipeline(pm, options.communication, options.report);
+      });
   PassPipelineRegistration<LowerCPUPipelineOptions>(
       "par-lower-cpu",
       "Bufferize a partitioned program and lower it to the LLVM dialect, "
       "collectives and matmuls as par runtime calls",
       [](OpPassManager &pm, const LowerCPUPipelineOptions &options) {
-        buildLowerCPUPipeline(pm, options.get());
+        buildLowerCPUPipeline(pm, options.kernels, options.report);
       });
   PassPipelineRegistration<LowerGPUPipelineOptions>(
       "par-lower-gpu",
@@ -515,10 +520,26 @@ void mlir::par::registerParPipelines() {
       [](OpPassManager &pm, const LowerGPUPipelineOptions &options) {
         buildLowerGPUPipeline(pm, options.get());
       });
-  PassPipelineRegistration<CompileOptions>(
+  // Registered untyped so that checkCompileOptions' refusals reach the
+  // driver's error handler, as par-compile reports them.
+  registerPassPipeline(
       "par-compile-pipeline",
       "What par-compile runs: pipeline split, train step, schedule, SPMD "
       "partitioning (or the unsharded reference), manifest, bufferization "
       "and lowering to the LLVM dialect",
-      buildCompilePipeline);
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        CompileOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::string error;
+        FailureOr<TargetSpec> target = checkCompileOptions(options, error);
+        if (failed(target))
+          return errorHandler(error);
+        buildCompilePipeline(pm, options, *target);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> handler) {
+        handler(CompileOptions());
+      });
 }

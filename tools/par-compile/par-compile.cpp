@@ -105,10 +105,9 @@ static int fail(const std::string &message) {
 static const char kOverview[] = "par-compile: a model in, a runnable "
                                 "artifact out\n";
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  // --help shows par-compile's options and the pipeline's, not the
-  // hundreds LLVM registers (--help-hidden lists those too).
+/// --help shows par-compile's options and the pipeline's, not the hundreds
+/// LLVM registers (--help-hidden lists those too).
+static void hideOtherOptions() {
   static cl::OptionCategory category("par-compile options");
   for (cl::Option *option :
        std::initializer_list<cl::Option *>{
@@ -123,12 +122,16 @@ int main(int argc, char **argv) {
     if (!ours && option->getOptionHiddenFlag() == cl::NotHidden)
       option->setHiddenFlag(cl::Hidden);
   }
+}
+
+/// Answers --help-options and --help (neither needs a model); true if one
+/// was asked.
+static bool printHelpIfAsked(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     StringRef arg(argv[i]);
-    // --help-options needs no model: answer it before the others.
     if (arg == "--help-options") {
       mlir::par::CompileOptions().printHelp(2, 44);
-      return 0;
+      return true;
     }
     if (arg == "--help" || arg == "-help" || arg == "-h") {
       cl::ParseCommandLineOptions(1, argv, kOverview);
@@ -136,9 +139,120 @@ int main(int argc, char **argv) {
       llvm::outs() << "\nThe pipeline's options (--options=\"KEY=VALUE "
                       "...\"):\n";
       mlir::par::CompileOptions().printHelp(2, 44);
-      return 0;
+      return true;
     }
   }
+  return false;
+}
+
+/// Where the runtime libraries are: lib/ next to this tool's bin/ (build
+/// tree layout).
+static std::string runtimeLibDir(const std::string &self) {
+  llvm::SmallString<256> libDir(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(self)));
+  llvm::sys::path::append(libDir, "lib");
+  return libDir.str().str();
+}
+
+static std::string joinPath(StringRef dir, StringRef file) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, file);
+  return path.str().str();
+}
+
+/// What the cuda target needs on this machine: the GPU host library and
+/// the toolkit's tools. Failure with `error` naming what is missing.
+static LogicalResult checkCudaTools(const std::string &libDir,
+                                    StringRef toolkit, std::string &error) {
+  if (!llvm::sys::fs::exists(joinPath(libDir, "libpar_runtime_gpu.so"))) {
+    error = "the cuda target needs libpar_runtime_gpu.so, which par builds "
+            "only when it finds the CUDA toolkit; none in " +
+            libDir;
+    return failure();
+  }
+  for (const char *tool : {"bin/ptxas", "bin/fatbinary",
+                           "nvvm/libdevice/libdevice.10.bc",
+                           "lib64/stubs/libcuda.so"}) {
+    std::string path = joinPath(toolkit, tool);
+    if (!llvm::sys::fs::exists(path)) {
+      error = "the cuda target needs the CUDA toolkit: no " + path +
+              " (set --cuda-toolkit)";
+      return failure();
+    }
+  }
+  return success();
+}
+
+/// The compile cache's key: the model, every option, the host CPU and par
+/// itself (this executable, in which every pass is linked, the runtime the
+/// artifact links, and the LLVM it was built with).
+static std::string cacheKey(const std::string &modelText,
+                            const mlir::par::CompileOptions &options,
+                            const mlir::par::TargetSpec &spec,
+                            const mlir::par::ArtifactOptions &artifact,
+                            const std::string &self) {
+  std::string optionText;
+  llvm::raw_string_ostream os(optionText);
+  options.print(os);
+  std::string host = llvm::sys::getHostCPUName().str();
+  for (const auto &f : llvm::sys::getHostCPUFeatures())
+    host += (f.second ? "+" : "-") + f.first().str() + ",";
+  const std::string &libDir = artifact.link.runtimeLibDir;
+  std::vector<std::string> parts = {
+      "par-compile-cache-1", modelText, optionText, host,
+      LLVM_VERSION_STRING, mlir::par::CompileCache::hashFile(self),
+      mlir::par::CompileCache::hashFile(
+          joinPath(libDir, "libpar_runtime.so")),
+      libDir, artifact.reference ? "reference" : "no-reference",
+      std::to_string(artifact.link.optLevel) +
+          (artifact.link.unrollLoops ? "unroll" : "no-unroll")};
+  if (spec.isCuda()) {
+    parts.push_back(mlir::par::CompileCache::hashFile(
+        joinPath(libDir, "libpar_runtime_gpu.so")));
+    parts.push_back(spec.gpu.toolkit);
+  }
+  return mlir::par::CompileCache::key(parts);
+}
+
+/// Builds the artifact, through the compile cache when `cached`.
+static int compile(ModuleOp model, const std::string &modelText,
+                   const mlir::par::CompileOptions &options,
+                   const mlir::par::TargetSpec &spec,
+                   const mlir::par::ArtifactOptions &artifact,
+                   mlir::par::CompileCache &cache, bool cached,
+                   const std::string &self) {
+  std::string key;
+  if (cached) {
+    key = cacheKey(modelText, options, spec, artifact, self);
+    std::string warning;
+    if (cache.fetch(key, outputDir, warning)) {
+      llvm::outs() << "par-compile: wrote " << outputDir
+                   << " (from the compile cache)\n";
+      return 0;
+    }
+    if (!warning.empty())
+      llvm::errs() << "par-compile: warning: " << warning << "\n";
+  }
+  std::string error;
+  if (failed(mlir::par::buildArtifact(model, options, spec, artifact, error)))
+    return fail(error);
+  if (cached) {
+    std::string warning;
+    cache.store(key, outputDir, mlir::par::artifactFiles(artifact.reference),
+                warning);
+    if (!warning.empty())
+      llvm::errs() << "par-compile: warning: " << warning
+                   << " (the artifact is not cached)\n";
+  }
+  llvm::outs() << "par-compile: wrote " << outputDir << "\n";
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  hideOtherOptions();
+  if (printHelpIfAsked(argc, argv))
+    return 0;
   cl::ParseCommandLineOptions(argc, argv, kOverview);
   uint64_t limit;
   if (!mlir::par::parseByteSize(cacheLimit, limit))
@@ -165,19 +279,14 @@ int main(int argc, char **argv) {
   if (!options)
     return fail("bad --options '" + pipelineOptions + "'");
   if (!target.empty())
-    options->target = target;
-  bool cuda = false;
-  {
-    mlir::par::GPUTargetOptions gpu;
-    std::string why;
-    if (!mlir::par::parseTarget(options->target, cuda, gpu, why))
-      return fail(why);
-  }
-  // Top-k selects with loops over single elements on the host.
-  if (cuda && options->compress == "topk")
-    return fail("compress=topk has no cuda lowering (its radix select "
-                "updates tensors element by element in host loops); use "
-                "compress=int8 or compress=sign with --target cuda");
+    options->target.name = target;
+  // The same checks as par-compile-pipeline's (lib/Pipelines).
+  std::string error;
+  FailureOr<mlir::par::TargetSpec> spec =
+      mlir::par::checkCompileOptions(*options, error);
+  if (failed(spec))
+    return fail(error);
+  spec->gpu.toolkit = cudaToolkit;
 
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -186,7 +295,6 @@ int main(int argc, char **argv) {
   mlir::par::registerSharedObjectTranslations(registry);
   MLIRContext context(registry);
 
-  std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =
       openInputFile(inputFile, &error);
   if (!input)
@@ -206,84 +314,22 @@ int main(int argc, char **argv) {
   artifact.link.threads = jobs;
   artifact.link.optLevel = std::min(3u, llvmOptLevel.getValue());
   artifact.link.unrollLoops = llvmUnroll;
-  // The runtime sits in lib/ next to this tool's bin/ (build tree layout).
   std::string self = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&fail));
-  llvm::SmallString<256> libDir(llvm::sys::path::parent_path(
-      llvm::sys::path::parent_path(self)));
-  llvm::sys::path::append(libDir, "lib");
-  llvm::SmallString<256> runtime(libDir);
-  llvm::sys::path::append(runtime, "libpar_runtime.so");
-  if (!llvm::sys::fs::exists(runtime))
-    return fail("cannot find libpar_runtime.so in " + libDir.str().str());
-  artifact.link.runtimeLibDir = libDir.str().str();
-  if (cuda) {
-    llvm::SmallString<256> gpuLib(libDir);
-    llvm::sys::path::append(gpuLib, "libpar_runtime_gpu.so");
-    if (!llvm::sys::fs::exists(gpuLib))
-      return fail("the cuda target needs libpar_runtime_gpu.so, which par "
-                  "builds only when it finds the CUDA toolkit; none in " +
-                  libDir.str().str());
-    for (const char *tool : {"bin/ptxas", "bin/fatbinary",
-                             "nvvm/libdevice/libdevice.10.bc",
-                             "lib64/stubs/libcuda.so"}) {
-      llvm::SmallString<256> path(cudaToolkit.getValue());
-      llvm::sys::path::append(path, tool);
-      if (!llvm::sys::fs::exists(path))
-        return fail("the cuda target needs the CUDA toolkit: no " +
-                    path.str().str() + " (set --cuda-toolkit)");
-    }
-    artifact.cudaToolkit = cudaToolkit;
-  }
+  artifact.link.runtimeLibDir = runtimeLibDir(self);
+  if (!llvm::sys::fs::exists(
+          joinPath(artifact.link.runtimeLibDir, "libpar_runtime.so")))
+    return fail("cannot find libpar_runtime.so in " +
+                artifact.link.runtimeLibDir);
+  if (spec->isCuda() &&
+      failed(checkCudaTools(artifact.link.runtimeLibDir, cudaToolkit, error)))
+    return fail(error);
 
   // The cache: off when asked, and for compiles whose output is more than
   // the artifact (reports printed, temporaries kept), which it cannot
   // replay.
   bool cached = !noCache && !cachePath.empty() && !keepTemps &&
                 !options->report && !options->commReport;
-  std::string key;
-  if (cached) {
-    std::string optionText;
-    llvm::raw_string_ostream os(optionText);
-    options->print(os);
-    std::string host = llvm::sys::getHostCPUName().str();
-    for (const auto &f : llvm::sys::getHostCPUFeatures())
-      host += (f.second ? "+" : "-") + f.first().str() + ",";
-    // par itself: this executable (every pass is linked into it), the
-    // runtime the artifact links, and the LLVM it was built with.
-    std::vector<std::string> parts = {
-        "par-compile-cache-1", modelText, optionText, host,
-        LLVM_VERSION_STRING, mlir::par::CompileCache::hashFile(self),
-        mlir::par::CompileCache::hashFile(runtime), libDir.str().str(),
-        noReference ? "no-reference" : "reference",
-        std::to_string(artifact.link.optLevel) +
-            (artifact.link.unrollLoops ? "unroll" : "no-unroll")};
-    if (cuda) {
-      llvm::SmallString<256> gpuLib(libDir);
-      llvm::sys::path::append(gpuLib, "libpar_runtime_gpu.so");
-      parts.push_back(mlir::par::CompileCache::hashFile(gpuLib));
-      parts.push_back(artifact.cudaToolkit);
-    }
-    key = mlir::par::CompileCache::key(parts);
-    std::string warning;
-    if (cache.fetch(key, outputDir, warning)) {
-      llvm::outs() << "par-compile: wrote " << outputDir
-                   << " (from the compile cache)\n";
-      return 0;
-    }
-    if (!warning.empty())
-      llvm::errs() << "par-compile: warning: " << warning << "\n";
-  }
-  if (failed(mlir::par::buildArtifact(*model, *options, artifact, error)))
-    return fail(error);
-  if (cached) {
-    std::string warning;
-    cache.store(key, outputDir, mlir::par::artifactFiles(!noReference),
-                warning);
-    if (!warning.empty())
-      llvm::errs() << "par-compile: warning: " << warning
-                   << " (the artifact is not cached)\n";
-  }
-  llvm::outs() << "par-compile: wrote " << outputDir << "\n";
-  return 0;
+  return compile(*model, modelText, *options, *spec, artifact, cache, cached,
+                 self);
 }

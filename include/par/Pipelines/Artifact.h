@@ -28,20 +28,21 @@ struct ArtifactOptions {
   bool reference = true; // also build reference.{json,so}
   /// Linking and temporaries (keepTemps also writes <stem>.llvm.mlir).
   SharedObjectOptions link;
-  /// The cuda target (CompileOptions::target = cuda[:CHIP]): the chip comes
-  /// from the target, the toolkit from here. The sharded program is
-  /// lowered for it and linked against libpar_runtime_gpu.so (in
-  /// link.runtimeLibDir) and libcuda's stub; the reference stays a CPU
-  /// program (par-run --verify runs it on the host).
-  std::string cudaToolkit = "/usr/local/cuda";
 };
 
 /// The files buildArtifact writes into the output directory.
 std::vector<std::string> artifactFiles(bool reference);
 
-/// Builds the artifact of `model` (modified in place by the front half).
+/// Builds the artifact of `model` (modified in place by the front half)
+/// with the pipeline's front half and, per program, its back half
+/// (Pipelines.h). `target` is what checkCompileOptions returned for
+/// `options`, with the cuda toolkit where the caller found it: a cuda
+/// target lowers the sharded program for the chip and links it against
+/// libpar_runtime_gpu.so (in link.runtimeLibDir) and libcuda's stub; the
+/// reference stays a CPU program (par-run --verify runs it on the host).
 /// Diagnostics go to the context's handler; `error` says which step failed.
 LogicalResult buildArtifact(ModuleOp model, const CompileOptions &options,
+                            const TargetSpec &target,
                             const ArtifactOptions &artifact,
                             std::string &error);
 
