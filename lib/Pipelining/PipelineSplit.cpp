@@ -295,24 +295,37 @@ struct PipelineSplitPass
     for (int64_t k = 0; k < S; ++k)
       stageBegin[k] = k == 0 ? 0 : stageEnd[k - 1] + 1;
 
-    if (report) {
-      double total = prefix[n], worst = 0;
-      llvm::outs() << "par-pipeline-split: @" << fn.getName() << " into " << S
-                   << " stages (cost = FLOPs + " << llvm::format("%g", kFlopsPerByte)
-                   << " x bytes)\n";
-      for (int64_t k = 0; k < S; ++k) {
-        double c = prefix[stageEnd[k] + 1] - prefix[stageBegin[k]];
-        worst = std::max(worst, c);
-        llvm::outs() << "  stage " << k << ": ops " << stageBegin[k] << ".."
-                     << stageEnd[k] << ", cost "
-                     << llvm::format("%.4g", c) << ", parameters "
-                     << paramBytes(stageBegin[k], stageEnd[k])
-                     << " bytes\n";
-      }
-      llvm::outs() << "  imbalance (largest / mean cost): "
-                   << llvm::format("%.3f", worst / (total / S)) << "\n";
-    }
+    if (report)
+      reportStages(prefix, stageBegin, stageEnd);
+    return emitStages(crossValue, stageBegin, stageEnd, ret);
+  }
 
+  /// report=true: each stage's ops, cost and parameter bytes.
+  void reportStages(ArrayRef<double> prefix, ArrayRef<int64_t> stageBegin,
+                    ArrayRef<int64_t> stageEnd) {
+    int64_t n = prefix.size() - 1, S = stageEnd.size();
+    double total = prefix[n], worst = 0;
+    llvm::outs() << "par-pipeline-split: @" << fn.getName() << " into " << S
+                 << " stages (cost = FLOPs + " << llvm::format("%g", kFlopsPerByte)
+                 << " x bytes)\n";
+    for (int64_t k = 0; k < S; ++k) {
+      double c = prefix[stageEnd[k] + 1] - prefix[stageBegin[k]];
+      worst = std::max(worst, c);
+      llvm::outs() << "  stage " << k << ": ops " << stageBegin[k] << ".."
+                   << stageEnd[k] << ", cost "
+                   << llvm::format("%.4g", c) << ", parameters "
+                   << paramBytes(stageBegin[k], stageEnd[k])
+                   << " bytes\n";
+    }
+    llvm::outs() << "  imbalance (largest / mean cost): "
+                 << llvm::format("%.3f", worst / (total / S)) << "\n";
+  }
+
+  /// The stage functions of each stage, and the module's stage table.
+  LogicalResult emitStages(ArrayRef<Value> crossValue,
+                           ArrayRef<int64_t> stageBegin,
+                           ArrayRef<int64_t> stageEnd, func::ReturnOp ret) {
+    int64_t S = stageEnd.size();
     ModuleOp module = getOperation();
     OpBuilder b(module.getContext());
     b.setInsertionPointAfter(fn);
