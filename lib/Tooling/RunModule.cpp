@@ -149,14 +149,14 @@ void ModuleRun::saveWeights() {
   for (size_t i = 0; i < f.inputs.size(); ++i)
     if (!f.inputs[i].name.empty())
       named.push_back(i);
-  std::vector<Buffer> globals;
+  std::vector<Buffer> trained; // global, on rank 0
   for (size_t i : named)
-    globals.push_back(f.gather(PAR_INPUT, i, locals[i].data()));
+    trained.push_back(f.gather(PAR_INPUT, i, locals[i].data()));
   if (rank != 0)
     return;
   std::vector<NamedValue> values;
   for (size_t k = 0; k < named.size(); ++k)
-    values.push_back({&f.inputs[named[k]], &globals[k]});
+    values.push_back({&f.inputs[named[k]], &trained[k]});
   ::par::tooling::saveWeights(o.saveWeights, f.name, values);
 }
 

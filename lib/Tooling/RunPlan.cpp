@@ -117,12 +117,9 @@ par_rt_context_t *startRuntime(const RunPlan &plan, int *argc, char ***argv) {
   if (world != o.ranks)
     fatal("started with " + std::to_string(world) + " ranks but -n " +
           std::to_string(o.ranks));
-  Session manifest(o.artifact, PAR_PROGRAM_SHARDED, nullptr,
-                   /*loadCode=*/false);
-  Function f = manifest.lookup(plan.entry);
   checkRuntime(
-      par_rt_context_set_mesh(ctx, f.axisSizes.size(), f.axisSizes.data()),
-      ctx, "mesh of '" + f.name + "'");
+      par_rt_context_set_mesh(ctx, plan.mesh.size(), plan.mesh.data()),
+      ctx, "mesh of '" + plan.entry + "'");
   return ctx;
 }
 
@@ -163,7 +160,9 @@ RunPlan planRun(const RunOptions &o) {
     fatal("'" + o.artifact + "' was compiled for " + p.target +
           "; run it with --backend cuda");
   p.entry = chooseEntry(manifest, o);
-  p.devices = manifest.lookup(p.entry).devices();
+  Function entry = manifest.lookup(p.entry);
+  p.mesh = entry.axisSizes;
+  p.devices = entry.devices();
   p.seed = o.seed;
   // --resume: the checkpoint's step and seed (a missing or bad checkpoint
   // fails here, before any rank starts).

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace par::tooling {
 
@@ -40,7 +41,8 @@ struct RunPlan {
   /// The arguments --data fills: --tokens/--targets, else the inputs of
   /// role "tokens" and "targets" (par.data), else arg0 and arg1.
   int64_t tokensArg = 0, targetsArg = 1;
-  /// The mesh's device count.
+  /// The entry's mesh: its axis sizes and device count.
+  std::vector<int64_t> mesh;
   int64_t devices = 1;
 
   bool training() const { return options.train.steps > 0; }
