@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Pipelines/CompileCache.h"
+#include "par/Support/ByteSize.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -310,25 +311,9 @@ LogicalResult CompileCache::clean(std::string &error) {
 }
 
 bool mlir::par::parseByteSize(StringRef text, uint64_t &bytes) {
-  StringRef digits = text.take_while(llvm::isDigit);
-  StringRef unit = text.drop_front(digits.size());
-  uint64_t value;
-  if (digits.empty() || digits.getAsInteger(10, value))
+  int64_t b = ::par::parseByteSize(text.str());
+  if (b < 0)
     return false;
-  std::string u = unit.lower();
-  uint64_t scale;
-  if (u.empty() || u == "b")
-    scale = 1;
-  else if (u == "k" || u == "kib" || u == "kb")
-    scale = 1ull << 10;
-  else if (u == "m" || u == "mib" || u == "mb")
-    scale = 1ull << 20;
-  else if (u == "g" || u == "gib" || u == "gb")
-    scale = 1ull << 30;
-  else if (u == "t" || u == "tib" || u == "tb")
-    scale = 1ull << 40;
-  else
-    return false;
-  bytes = value * scale;
+  bytes = uint64_t(b);
   return true;
 }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Pipelines/Pipelines.h"
+#include "par/Support/ByteSize.h"
 #include "par/Codegen/CPU/Passes.h"
 #include "par/Codegen/GPU/Passes.h"
 #include "par/Communication/Passes.h"
@@ -74,6 +75,13 @@ mlir::par::checkCompileOptions(const CompileOptions &options,
             "or compress=sign with --target cuda";
     return failure();
   }
+  if (!options.memoryLimit.empty() &&
+      ::par::parseByteSize(options.memoryLimit) < 0) {
+    error = "memory-limit='" + options.memoryLimit +
+            "' is not a size (bytes, or a number with K, M, G or T, e.g. "
+            "80GiB)";
+    return failure();
+  }
   return target;
 }
 
@@ -85,6 +93,10 @@ ProgramOptions mlir::par::getProgramOptions(const CompileOptions &options,
   program.manifest = options.manifest;
   program.commReport = options.commReport;
   program.kernelReport = options.report;
+  program.memoryReport = options.report;
+  if (!options.memoryLimit.empty())
+    program.memoryLimit =
+        std::max<int64_t>(0, ::par::parseByteSize(options.memoryLimit));
   return program;
 }
 
@@ -268,6 +280,17 @@ void mlir::par::buildExportPhase(OpPassManager &pm,
   pm.addPass(createExportManifest(exp));
 }
 
+void mlir::par::buildMemoryPlanPhase(OpPassManager &pm,
+                                     const ProgramOptions &program) {
+  // After bufferization: the buffers are the program's (docs/
+  // RationaleMemory.md); the manifest, written on tensors, gets the plans.
+  MemoryPlanOptions plan;
+  plan.manifest = program.manifest;
+  plan.report = program.memoryReport;
+  plan.limit = program.memoryLimit;
+  pm.addPass(createMemoryPlan(plan));
+}
+
 void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
                                     const CPUKernelOptions *kernels) {
   // Entry points get C interfaces first (func-to-LLVM reads the attribute).
@@ -331,6 +354,9 @@ void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createSplitDeallocs());
   pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  // Each temporary freed after its last use, not at the end of the step:
+  // the peak is then the live set's, which the memory plan predicts.
+  pm.addPass(createDeallocAfterLastUse());
   pm.addPass(bufferization::createLowerDeallocationsPass());
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
@@ -485,10 +511,16 @@ void mlir::par::buildBackendPipeline(OpPassManager &spmd, OpPassManager &lower,
                                      const ProgramOptions &program) {
   buildSPMDPhase(spmd, options.communication, program);
   buildExportPhase(lower, program);
-  if (program.target.isCuda())
-    buildLowerGPUPipeline(lower, program.target.gpu);
-  else
-    buildLowerCPUPipeline(lower, options.kernels, program.kernelReport);
+  if (program.target.isCuda()) {
+    buildBufferizePhase(lower, /*outParams=*/true);
+    buildMemoryPlanPhase(lower, program);
+    buildLowerGPUPhase(lower, program.target.gpu);
+  } else {
+    buildBufferizePhase(lower, /*outParams=*/false, &options.kernels);
+    buildMemoryPlanPhase(lower, program);
+    buildLowerCPUPhase(lower, options.kernels.outlineKernels,
+                       program.kernelReport);
+  }
 }
 
 void mlir::par::buildCompilePipeline(OpPassManager &pm,

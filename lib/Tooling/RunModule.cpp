@@ -62,6 +62,7 @@ public:
   void writeResults() override;
   int verify(const std::vector<double> &losses) override;
   void sample() override;
+  par_function_t *memoryPlanFunction() const override { return f.handle(); }
 
 private:
   void loadInputs();

@@ -8,6 +8,7 @@
 #include "par/Tooling/RunOptions.h"
 
 #include "par/Tooling/Diagnostics.h"
+#include "par/Tooling/MemoryReport.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,11 @@ The job:
   --threads T         threads per rank: OpenMP's parallel loops (default 1,
                       or OMP_NUM_THREADS) and OpenBLAS (unless
                       OPENBLAS_NUM_THREADS is set)
+  --memory-limit SIZE each rank's programs may hold at most SIZE (e.g. 2GiB,
+                      512MiB: their buffers and the arguments and results
+                      par-run keeps), as a device of that size would; past
+                      it the allocation fails naming the function, the
+                      tensor and the memory plan's figure, and the job ends
   --collective-timeout SECONDS  a rank that waits longer in one collective
                       (or transfer) ends the job naming it and the ranks that
                       have not reached it (default 600; 0: never;
@@ -114,7 +120,10 @@ Results and reports:
 
 A rank that dies ends the job: par-run names it and its signal or exit code.
 After --steps N, rank 0 prints the bytes per step and rank by kernel and,
-with gradient compression, its bytes against the fp32 ring all-reduce.
+with gradient compression, its bytes against the fp32 ring all-reduce; and
+the memory of the rank with the largest measured peak against the
+compiler's memory plan ("par-run: memory (rank R): predicted P MiB,
+measured peak M MiB").
 Testing hooks: PAR_RUN_PID_DIR=DIR (each rank writes DIR/rank-R.pid),
 PAR_RUN_INJECT_KILL=R:S and PAR_RUN_INJECT_HANG=R:S (rank R kills itself or
 hangs before step S), PAR_RUN_INJECT_CRASH=R.
@@ -234,6 +243,12 @@ bool parseJobOption(const std::string &a, const std::function<std::string()> &ne
       fatal(a + " needs a host list (host:slots,...)");
   } else if (a == "--pipeline") {
     r.pipeline = true;
+  } else if (a == "--memory-limit") {
+    std::string v = next();
+    r.memoryLimit = parseByteSize(v);
+    if (r.memoryLimit <= 0)
+      fatal("--memory-limit needs a size per rank (bytes, or a number with "
+            "K, M, G or T, e.g. 2GiB), got '" + v + "'");
   } else if (a == "--threads") {
     std::string v = next();
     char *end = nullptr;

@@ -11,6 +11,7 @@
 
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Faults.h"
+#include "par/Tooling/MemoryReport.h"
 #include "par/Tooling/TrainLoop.h"
 
 #include <cstdio>
@@ -75,6 +76,9 @@ bool TrainDriver::loop(TrainLog &log, const LossScaling &scaling) {
 }
 
 int TrainDriver::run() {
+  // Before any buffer: the limit covers the session's buffers too.
+  if (o.memoryLimit > 0)
+    setMemoryLimit(o.memoryLimit, exec.memoryPlanFunction(), rank);
   exec.prepare();
   if (!o.resume.empty()) {
     exec.resume();
@@ -102,6 +106,7 @@ int TrainDriver::run() {
   std::vector<double> losses = log->losses();
   log.reset(); // the CSV is complete before anything else is reported
   exec.report(o.train.steps - plan.resumedStep);
+  reportMemory(ctx, predictedPeak(exec.memoryPlanFunction()));
   exec.saveWeights();
   exec.writeResults();
   int status = rank == 0 && o.verify ? exec.verify(losses) : 0;

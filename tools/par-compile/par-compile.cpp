@@ -326,10 +326,11 @@ int main(int argc, char **argv) {
     return fail(error);
 
   // The cache: off when asked, and for compiles whose output is more than
-  // the artifact (reports printed, temporaries kept), which it cannot
-  // replay.
+  // the artifact (reports printed, the memory limit's warnings, temporaries
+  // kept), which it cannot replay.
   bool cached = !noCache && !cachePath.empty() && !keepTemps &&
-                !options->report && !options->commReport;
+                !options->report && !options->commReport &&
+                options->memoryLimit.empty();
   return compile(*model, modelText, *options, *spec, artifact, cache, cached,
                  self);
 }

@@ -355,6 +355,12 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
       llvm::cl::desc("Write the manifest (JSON) to this file before "
                      "bufferizing"),
       llvm::cl::init("")};
+  Option<std::string> memoryLimit{
+      *this, "memory-limit",
+      llvm::cl::desc("Warn when a function's memory plan needs more than "
+                     "this per device (e.g. 80GiB, 512MiB; bytes without a "
+                     "unit) and name the options that would bring it under"),
+      llvm::cl::init("")};
   Option<bool> reference{
       *this, "reference",
       llvm::cl::desc("Build the unsharded reference: shardings stripped "
@@ -420,6 +426,8 @@ struct ProgramOptions {
   std::string manifest;      // manifest path ("": none)
   bool commReport = false;   // par-comm-report
   bool kernelReport = false; // par-outline-kernels' kernel counts
+  bool memoryReport = false; // par-memory-plan's report
+  int64_t memoryLimit = 0;   // bytes per device to warn above (0: none)
 };
 
 /// The program `options` describe, on `target` (checkCompileOptions').
@@ -445,6 +453,9 @@ void buildSchedulePhase(OpPassManager &pm, const CompileOptions &options);
 void buildSPMDPhase(OpPassManager &pm, const CommunicationOptions &comm,
                     const ProgramOptions &program);
 void buildExportPhase(OpPassManager &pm, const ProgramOptions &program);
+/// The memory plan of the bufferized program (par-memory-plan): stored in
+/// the manifest, reported, checked against the limit.
+void buildMemoryPlanPhase(OpPassManager &pm, const ProgramOptions &program);
 /// `outParams`: results become trailing out-parameters written in place
 /// (the cuda target's calling convention; the CPU returns buffers).
 /// `kernels` (CPU only): the tensor-level kernel passes (fusion with

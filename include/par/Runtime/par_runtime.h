@@ -181,6 +181,34 @@ typedef struct par_rt_alloc_stats {
 void par_rt_alloc_stats(par_rt_alloc_stats_t *out);
 void par_rt_free(void *buffer);
 
+/* The memory a process's programs hold (docs/RationaleMemory.md): the
+ * bytes compiled programs ask the pool for (as asked, not rounded to a size
+ * class) plus what the host reserves for them (the session's buffers: the
+ * arguments and results it keeps), with its high-water mark since the last
+ * reset. A limit makes the process behave like a device of that size: an
+ * allocation past it is refused; the pool then calls the handler (which
+ * should report and end the process; without one, or if it returns, the
+ * pool prints what happened and exits with status 1), and a reservation
+ * fails. The scope names the function the session is running, for the
+ * handler's message. */
+typedef struct par_rt_memory_stats {
+  int64_t live_bytes;
+  int64_t peak_bytes;
+  int64_t limit_bytes; /* 0: no limit */
+} par_rt_memory_stats_t;
+typedef void (*par_rt_out_of_memory_fn)(int64_t bytes, int64_t live_bytes,
+                                        int64_t limit_bytes, void *user);
+void par_rt_memory_stats(par_rt_memory_stats_t *out);
+void par_rt_memory_reset_peak(void);
+void par_rt_memory_set_limit(int64_t limit_bytes,
+                             par_rt_out_of_memory_fn handler, void *user);
+/* Counts host memory held for programs: 0, or -1 (nothing counted) when it
+ * would pass the limit. */
+int par_rt_memory_reserve(int64_t bytes);
+void par_rt_memory_release(int64_t bytes);
+void par_rt_memory_set_scope(const char *function_name);
+const char *par_rt_memory_scope(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -312,6 +312,23 @@ typedef struct par_tensor_info_t {
 par_status_t par_function_tensor(const par_function_t *function, par_io_t io,
                                  int64_t index, par_tensor_info_t *out_info);
 
+/* The function's memory plan (par-memory-plan, bytes per device): the
+ * predicted peak (the arguments and results a runner keeps, plus the most
+ * the program holds at once) and what is live then by kind.
+ * PAR_ERR_INVALID_ARGUMENT when the artifact has no plan for it. */
+typedef struct par_memory_plan_t {
+  int64_t peak_bytes;
+  int64_t argument_bytes, result_bytes, program_peak_bytes;
+  int64_t parameters, gradients, optimizer_state, activations, temporaries,
+      communication, state, data;
+} par_memory_plan_t;
+par_status_t par_function_memory_plan(const par_function_t *function,
+                                      par_memory_plan_t *out_plan);
+/* The tensor types the plan allocates with exactly `bytes` bytes ("a, b"),
+ * or NULL: for naming an allocation the runtime refused. */
+const char *par_function_allocation_types(const par_function_t *function,
+                                          int64_t bytes);
+
 /* Alias `k` (0 <= k < num_aliases) of tensor (io, index): a string owned by
  * the session; NULL if out of range. */
 const char *par_function_tensor_alias(const par_function_t *function,

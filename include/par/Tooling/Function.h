@@ -168,6 +168,8 @@ public:
   SessionBuffer upload(par_io_t io, size_t index, const Buffer &local) const;
   /// The session's target ("cpu", "cuda:sm_90") and whether its buffers
   /// are device memory.
+  /// The session's handle (for the session API's other queries).
+  par_function_t *handle() const { return fn; }
   std::string target() const;
   bool onDevice() const;
   /// This rank's block of a global tensor (par_function_scatter).

@@ -35,6 +35,7 @@ struct RunOptions {
   std::string hosts;           // -H host:slots,... (mpirun's)
   int64_t threads = 0;         // --threads (0: not given)
   std::string collectiveTimeout; // --collective-timeout SECONDS
+  int64_t memoryLimit = 0;       // --memory-limit SIZE per rank (0: none)
   // The program and its inputs.
   std::string artifact;
   std::string entry;                         // "" = chosen by the plan

@@ -79,6 +79,9 @@ public:
   virtual int verify(const std::vector<double> &losses) = 0;
   /// --sample: text from the trained model. Collective.
   virtual void sample() = 0;
+  /// The function whose memory plan predicts this rank's peak (null:
+  /// none).
+  virtual par_function_t *memoryPlanFunction() const { return nullptr; }
 };
 
 /// Trains with `exec` as `plan` says; returns the exit status (1: a

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Codegen/CPU/Passes.h"
+#include "par/Codegen/CPU/Buffers.h"
 
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseMap.h"
@@ -24,31 +25,6 @@ using namespace mlir;
 using namespace mlir::par;
 
 namespace {
-
-/// Where tracing `v` back through view-like ops (and the base buffer of
-/// extract_strided_metadata) ends: an allocation's result, a block
-/// argument, or another op's result.
-Value traceView(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (auto meta = dyn_cast<memref::ExtractStridedMetadataOp>(def)) {
-      if (v != meta.getBaseBuffer())
-        return v;
-      v = meta.getSource();
-    } else if (auto view = dyn_cast<ViewLikeOpInterface>(def)) {
-      v = view.getViewSource();
-    } else {
-      return v;
-    }
-  }
-  return v;
-}
-
-/// The allocation `v` views, or null.
-Operation *allocationOf(Value v) {
-  Operation *def = traceView(v).getDefiningOp();
-  return isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(def) ? def
-                                                                  : nullptr;
-}
 
 bool isFunctionArgument(Value v) {
   auto arg = dyn_cast<BlockArgument>(v);

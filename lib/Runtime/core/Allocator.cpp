@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -35,7 +36,54 @@ constexpr int kClasses = 64 * kSubClasses;
 struct Header {
   uint64_t magic;
   uint64_t cls;
+  uint64_t bytes; // as asked
 };
+
+/// What programs hold (asked bytes of pool blocks plus reservations), its
+/// high-water mark and the limit (docs/RationaleMemory.md).
+struct Tracker {
+  std::atomic<int64_t> live{0}, peak{0}, limit{0};
+  std::atomic<par_rt_out_of_memory_fn> handler{nullptr};
+  std::atomic<void *> user{nullptr};
+  std::atomic<const char *> scope{nullptr};
+
+  /// Counts `bytes`; false (nothing counted) past the limit.
+  bool take(int64_t bytes) {
+    int64_t now = live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    int64_t cap = limit.load(std::memory_order_relaxed);
+    if (cap > 0 && now > cap) {
+      live.fetch_sub(bytes, std::memory_order_relaxed);
+      return false;
+    }
+    int64_t seen = peak.load(std::memory_order_relaxed);
+    while (now > seen &&
+           !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed))
+      ;
+    return true;
+  }
+  void give(int64_t bytes) { live.fetch_sub(bytes, std::memory_order_relaxed); }
+
+  /// An allocation of `bytes` was refused: the handler, else a message;
+  /// the process ends either way (a program cannot take a null buffer).
+  [[noreturn]] void outOfMemory(int64_t bytes) {
+    int64_t now = live.load(), cap = limit.load();
+    if (par_rt_out_of_memory_fn h = handler.load())
+      h(bytes, now, cap, user.load());
+    const char *fn = scope.load();
+    fprintf(stderr,
+            "par runtime: out of memory%s%s%s: allocating %lld bytes with "
+            "%lld of the %lld-byte limit in use\n",
+            fn ? " in '" : "", fn ? fn : "", fn ? "'" : "", (long long)bytes,
+            (long long)now, (long long)cap);
+    fflush(stderr);
+    _exit(1);
+  }
+};
+
+Tracker &tracker() {
+  static Tracker *t = new Tracker();
+  return *t;
+}
 
 /// Size class of `bytes`: the smallest of 2^k, 1.25 2^k, 1.5 2^k,
 /// 1.75 2^k (k >= 6) that holds it.
@@ -77,6 +125,8 @@ struct Pool {
   }
 
   void *allocate(size_t bytes) {
+    if (!tracker().take(int64_t(bytes)))
+      tracker().outOfMemory(int64_t(bytes));
     size_t classBytes;
     int cls = classOf(bytes, classBytes);
     void *raw = nullptr;
@@ -91,13 +141,15 @@ struct Pool {
     if (raw) {
       poolHits.fetch_add(1, std::memory_order_relaxed);
     } else {
-      if (posix_memalign(&raw, kAlign, kAlign + classBytes) != 0)
+      if (posix_memalign(&raw, kAlign, kAlign + classBytes) != 0) {
+        tracker().give(int64_t(bytes));
         return nullptr;
+      }
       systemAllocs.fetch_add(1, std::memory_order_relaxed);
     }
     liveBytes.fetch_add(classBytes, std::memory_order_relaxed);
     char *user = static_cast<char *>(raw) + kAlign;
-    Header h{kMagic, uint64_t(cls)};
+    Header h{kMagic, uint64_t(cls), uint64_t(bytes)};
     memcpy(user - sizeof(Header), &h, sizeof(Header));
     return user;
   }
@@ -124,6 +176,7 @@ struct Pool {
     memcpy(user - sizeof(Header), &h, sizeof(Header));
     void *raw = user - kAlign;
     frees.fetch_add(1, std::memory_order_relaxed);
+    tracker().give(int64_t(h.bytes));
     liveBytes.fetch_sub(classBytes, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -175,3 +228,42 @@ PAR_RT_EXPORT void par_rt_alloc_stats(par_rt_alloc_stats_t *out) {
   out->cached_bytes = p.cachedBytes;
 }
 
+
+PAR_RT_EXPORT void par_rt_memory_stats(par_rt_memory_stats_t *out) {
+  if (!out)
+    return;
+  Tracker &t = tracker();
+  out->live_bytes = t.live.load();
+  out->peak_bytes = t.peak.load();
+  out->limit_bytes = t.limit.load();
+}
+
+PAR_RT_EXPORT void par_rt_memory_reset_peak(void) {
+  Tracker &t = tracker();
+  t.peak.store(t.live.load());
+}
+
+PAR_RT_EXPORT void par_rt_memory_set_limit(int64_t limit_bytes,
+                                           par_rt_out_of_memory_fn handler,
+                                           void *user) {
+  Tracker &t = tracker();
+  t.handler.store(handler);
+  t.user.store(user);
+  t.limit.store(limit_bytes > 0 ? limit_bytes : 0);
+}
+
+PAR_RT_EXPORT int par_rt_memory_reserve(int64_t bytes) {
+  return tracker().take(bytes) ? 0 : -1;
+}
+
+PAR_RT_EXPORT void par_rt_memory_release(int64_t bytes) {
+  tracker().give(bytes);
+}
+
+PAR_RT_EXPORT void par_rt_memory_set_scope(const char *function_name) {
+  tracker().scope.store(function_name);
+}
+
+PAR_RT_EXPORT const char *par_rt_memory_scope(void) {
+  return tracker().scope.load();
+}

@@ -290,6 +290,25 @@ void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
       spec.uncompressedBytes = *uncompressed;
     }
   }
+  if (const JsonValue *mv = fv.getObject(key::kMemory)) {
+    std::optional<int64_t> peak = mv->getInteger(key::kMemoryPeak);
+    if (!peak || *peak < 0)
+      c.fail("bad memory plan in '" + name + "' (no peak)");
+    else {
+      spec.memoryPeak = *peak;
+      spec.memoryArguments = mv->getInteger(key::kMemoryArguments).value_or(0);
+      spec.memoryResults = mv->getInteger(key::kMemoryResults).value_or(0);
+      spec.memoryProgramPeak =
+          mv->getInteger(key::kMemoryProgramPeak).value_or(0);
+      if (const JsonValue *parts = mv->getObject(key::kMemoryAtPeak))
+        for (const auto &[kind, v] : *parts->object())
+          spec.memoryAtPeak[kind] = v.integer().value_or(0);
+      if (const JsonValue *types = mv->getObject(key::kMemoryAllocations))
+        for (const auto &[bytes, v] : *types->object())
+          if (const std::string *t = v.string())
+            spec.memoryTypes[strtoll(bytes.c_str(), nullptr, 10)] = *t;
+    }
+  }
   if (const JsonValue *roles = fv.getObject(key::kRoles))
     for (auto [role, dst] : {std::pair<const char *, std::string *>{
                                  key::kRoleGrad, &spec.grad},

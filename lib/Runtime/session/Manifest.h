@@ -15,6 +15,7 @@
 
 #include "par/Runtime/par_session.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,12 @@ struct FunctionSpec {
   /// and rank of its exchanges and of the fp32 all-reduce they replace.
   std::string compressionMethod;
   double compressedBytes = 0, uncompressedBytes = 0;
+  /// The memory plan (par-memory-plan; peak < 0: none): bytes per device,
+  /// what is live at the peak by kind, the allocated types by size.
+  int64_t memoryPeak = -1, memoryArguments = 0, memoryResults = 0,
+          memoryProgramPeak = 0;
+  std::map<std::string, int64_t> memoryAtPeak;
+  std::map<int64_t, std::string> memoryTypes;
 };
 
 struct StageSpec {

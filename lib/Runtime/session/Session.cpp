@@ -184,6 +184,7 @@ void callHost(par_function_t *fn, const void *const *inputs,
     argv.push_back(results.data());
   for (std::vector<int64_t> &d : argDescs)
     argv.push_back(d.data());
+  par_rt_memory_set_scope(f.name.c_str());
   fn->entry(argv.data());
   // Copy the results out and free what the program allocated, once: a
   // result may alias an input or another result.
@@ -204,6 +205,7 @@ void callHost(par_function_t *fn, const void *const *inputs,
     }
     w += 3 + 2 * t.local.size();
   }
+  par_rt_memory_set_scope(nullptr);
 }
 
 /// A GPU program's call on device memory (the out-param convention): argv
@@ -353,6 +355,7 @@ void par_session_destroy(par_session_t *session) {
   if (!session)
     return;
   for (par_buffer_t *b : session->buffers) {
+    par_rt_memory_release(int64_t(b->bytes));
     if (session->device)
       session->gpu.free(b->data);
     else
@@ -386,6 +389,28 @@ par_status_t par_session_buffer_alloc(par_session_t *s, size_t bytes,
   auto b = std::make_unique<par_buffer_t>();
   b->bytes = bytes;
   size_t room = std::max<size_t>(1, bytes); // data is never null
+  // Session buffers are memory held for the programs (the arguments and
+  // results a runner keeps): counted against the process's limit.
+  if (par_rt_memory_reserve(int64_t(bytes)) != 0) {
+    par_rt_memory_stats_t m;
+    par_rt_memory_stats(&m);
+    auto mib = [](int64_t b) {
+      char buf[32];
+      snprintf(buf, sizeof buf, "%.2f MiB", (double)b / (1024.0 * 1024.0));
+      return std::string(buf);
+    };
+    return s->fail(PAR_ERR_OUT_OF_MEMORY,
+                   "cannot allocate a buffer of " + std::to_string(bytes) +
+                       " bytes: " + mib(m.live_bytes) + " of the " +
+                       mib(m.limit_bytes) + " memory limit are in use");
+  }
+  struct Unreserve {
+    int64_t bytes;
+    ~Unreserve() {
+      if (bytes)
+        par_rt_memory_release(bytes);
+    }
+  } unreserve{int64_t(bytes)};
   if (!s->device) {
     b->data = calloc(1, room);
     if (!b->data)
@@ -408,12 +433,14 @@ par_status_t par_session_buffer_alloc(par_session_t *s, size_t bytes,
   }
   *out_buffer = b.get();
   s->buffers.insert(b.release());
+  unreserve.bytes = 0;
   return PAR_OK;
 }
 
 void par_session_buffer_free(par_session_t *s, par_buffer_t *buffer) {
   if (!buffer || !s->buffers.erase(buffer))
     return;
+  par_rt_memory_release(int64_t(buffer->bytes));
   if (s->device)
     s->gpu.free(buffer->data);
   else
@@ -574,6 +601,38 @@ par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,
   out->num_aliases = t->aliases.size();
   out->vocab = t->vocab;
   return PAR_OK;
+}
+
+par_status_t par_function_memory_plan(const par_function_t *fn,
+                                      par_memory_plan_t *out) {
+  const FunctionSpec &f = *fn->spec;
+  *out = par_memory_plan_t{};
+  if (f.memoryPeak < 0)
+    return fn->session->fail(PAR_ERR_INVALID_ARGUMENT,
+                             "'" + f.name + "' has no memory plan");
+  out->peak_bytes = f.memoryPeak;
+  out->argument_bytes = f.memoryArguments;
+  out->result_bytes = f.memoryResults;
+  out->program_peak_bytes = f.memoryProgramPeak;
+  auto part = [&](const char *kind) {
+    auto it = f.memoryAtPeak.find(kind);
+    return it == f.memoryAtPeak.end() ? int64_t(0) : it->second;
+  };
+  out->parameters = part("parameters");
+  out->gradients = part("gradients");
+  out->optimizer_state = part("optimizer_state");
+  out->activations = part("activations");
+  out->temporaries = part("temporaries");
+  out->communication = part("communication");
+  out->state = part("state");
+  out->data = part("data");
+  return PAR_OK;
+}
+
+const char *par_function_allocation_types(const par_function_t *fn,
+                                          int64_t bytes) {
+  auto it = fn->spec->memoryTypes.find(bytes);
+  return it == fn->spec->memoryTypes.end() ? nullptr : it->second.c_str();
 }
 
 const char *par_function_tensor_alias(const par_function_t *fn, par_io_t io,

@@ -156,6 +156,57 @@ def SplitDeallocs : Pass<"par-split-deallocs", "ModuleOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
+def DeallocAfterLastUse : Pass<"par-dealloc-after-last-use", "ModuleOp"> {
+  let summary = "Frees each buffer right after its last use";
+  let description = [{
+    After the buffer deallocation pipeline's simplification: ownership-based
+    deallocation frees every temporary at the end of its block, so a train
+    step's peak memory is the sum of all its temporaries (the forward's
+    activations, the backward's temporaries, the gradients) and the buffer
+    pool cannot reuse a block within a step. This pass moves each
+    `bufferization.dealloc` of one buffer without retained values, whose
+    allocation is in the same block, up to right after the last op of the
+    block that uses the buffer or may alias it (views; results of ops that
+    read it and may refer to a buffer, such as a call's memref results or
+    a region op's results when a nested terminator yields it; an op with
+    regions uses what its nested ops use). The asynchronous collectives
+    name their buffers on both the start and the wait, so a buffer in
+    flight is freed after its wait. Deallocations it cannot place (a
+    buffer used outside its block, a condition defined later) stay.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
+def MemoryPlan : Pass<"par-memory-plan", "ModuleOp"> {
+  let summary = "Predicts each entry point's peak memory per device";
+  let description = [{
+    On the bufferized program, after `par-dealloc-after-last-use` and the
+    lowering of deallocations: walks each public function's body in
+    program order, adding every `memref.alloc` and subtracting every
+    `memref.dealloc` (conditional ones as taken), a call holding its
+    callee's peak on top of the caller's live buffers and handing over the
+    fresh buffers it returns. The entry's peak per device is its arguments
+    and results (the runner keeps both buffer sets) plus the body's peak;
+    what is live at the peak is split by kind: parameters, gradients,
+    optimizer state, activations (what a grad function's forward still
+    holds when it allocates the loss), temporaries, communication buffers
+    (outputs of collectives), state (loss scale, error feedback) and data,
+    the arguments' kinds read from the manifest. With `manifest` the plan
+    is stored in each function's entry (`memory`), with the allocated
+    types by size for the runtime's out-of-memory message; `report` prints
+    it; `limit` (bytes, 0: none) warns when a plan exceeds it and names
+    the options that would bring it under.
+  }];
+  let options = [
+    Option<"manifest", "manifest", "std::string", /*default=*/"",
+           "The manifest to read roles from and store the plans in">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print each entry point's plan">,
+    Option<"limit", "limit", "int64_t", /*default=*/"0",
+           "Bytes per device to warn above (0: none)">,
+  ];
+}
+
 def MarkEntryPoints : Pass<"par-mark-entry-points", "ModuleOp"> {
   let summary = "Asks for C interfaces on the public functions";
   let description = [{

@@ -89,6 +89,15 @@ inline constexpr const char kRoleStep[] = "step";
 inline constexpr const char kRoleUpdate[] = "update";
 inline constexpr const char kRoleLogits[] = "logits";
 // A mesh (its name is kName) and its axes (kName and kSize).
+// The memory plan of a function (par-memory-plan): bytes per device.
+inline constexpr const char kMemory[] = "memory";
+inline constexpr const char kMemoryPeak[] = "peak";
+inline constexpr const char kMemoryArguments[] = "arguments";
+inline constexpr const char kMemoryResults[] = "results";
+inline constexpr const char kMemoryProgramPeak[] = "program_peak";
+inline constexpr const char kMemoryAtPeak[] = "at_peak";
+inline constexpr const char kMemoryAllocations[] = "allocations";
+
 inline constexpr const char kAxes[] = "axes";
 inline constexpr const char kSize[] = "size";
 // A tensor entry.

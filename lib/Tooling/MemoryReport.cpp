@@ -1,0 +1,98 @@
+//===- MemoryReport.cpp - Predicted and measured memory per rank ----------===//
+
+#include "par/Tooling/MemoryReport.h"
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace par::tooling {
+
+std::string formatMiB(int64_t bytes) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
+  return buf;
+}
+
+int64_t predictedPeak(par_function_t *fn) {
+  par_memory_plan_t plan;
+  if (!fn || par_function_memory_plan(fn, &plan) != PAR_OK)
+    return -1;
+  return plan.peak_bytes;
+}
+
+namespace {
+
+struct LimitContext {
+  par_function_t *fn = nullptr;
+  int64_t rank = 0;
+};
+
+LimitContext &limitContext() {
+  static LimitContext c;
+  return c;
+}
+
+/// What the plan names for `bytes` in the function being run: the tensor
+/// types the plan allocates with exactly that size ("" when none).
+std::string plannedTypes(par_function_t *fn, int64_t bytes) {
+  if (!fn)
+    return "";
+  const char *types = par_function_allocation_types(fn, bytes);
+  return types ? types : "";
+}
+
+void outOfMemory(int64_t bytes, int64_t live, int64_t limit, void *) {
+  LimitContext &c = limitContext();
+  const char *scope = par_rt_memory_scope();
+  std::string types = plannedTypes(c.fn, bytes);
+  par_memory_plan_t plan{};
+  bool planned = c.fn && par_function_memory_plan(c.fn, &plan) == PAR_OK &&
+                 plan.peak_bytes > 0;
+  fprintf(stderr,
+          "par-run: error: out of memory (rank %lld): '%s' allocating %lld "
+          "bytes%s%s%s with %s of the %s limit in use; ",
+          (long long)c.rank, scope ? scope : "?", (long long)bytes,
+          types.empty() ? "" : " (", types.c_str(), types.empty() ? "" : ")",
+          formatMiB(live).c_str(), formatMiB(limit).c_str());
+  if (planned)
+    fprintf(stderr, "the memory plan predicts a peak of %s per rank\n",
+            formatMiB(plan.peak_bytes).c_str());
+  else
+    fprintf(stderr, "the artifact has no memory plan\n");
+  fflush(stderr);
+  _Exit(1);
+}
+
+} // namespace
+
+void setMemoryLimit(int64_t limitBytes, par_function_t *fn, int64_t rank) {
+  limitContext().fn = fn;
+  limitContext().rank = rank;
+  par_rt_memory_set_limit(limitBytes, outOfMemory, nullptr);
+}
+
+void reportMemory(par_rt_context_t *ctx, int64_t predicted) {
+  par_rt_memory_stats_t m;
+  par_rt_memory_stats(&m);
+  int64_t world = par_rt_context_world_size(ctx);
+  int64_t rank = par_rt_context_rank(ctx);
+  int64_t mine[2] = {m.peak_bytes, predicted};
+  std::vector<int64_t> all(rank == 0 ? 2 * world : 0);
+  if (par_rt_gather_world(ctx, mine, sizeof mine,
+                          rank == 0 ? all.data() : nullptr) != PAR_OK ||
+      rank != 0)
+    return;
+  int64_t top = 0;
+  for (int64_t r = 1; r < world; ++r)
+    if (all[2 * r] > all[2 * top])
+      top = r;
+  int64_t p = all[2 * top + 1];
+  printf("par-run: memory (rank %lld): predicted %s, measured peak %s\n",
+         (long long)top, p >= 0 ? formatMiB(p).c_str() : "none",
+         formatMiB(all[2 * top]).c_str());
+  fflush(stdout);
+}
+
+} // namespace par::tooling
