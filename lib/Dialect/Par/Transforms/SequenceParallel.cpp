@@ -416,16 +416,28 @@ struct SequenceParallelPass
 
 void SequenceParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
-  SmallVector<MeshOp> meshes;
+  SmallVector<MeshOp> meshes, others;
   module.walk([&](MeshOp m) {
-    if (m.getAxisIndex(axis) >= 0)
-      meshes.push_back(m);
+    (m.getAxisIndex(axis) >= 0 ? meshes : others).push_back(m);
   });
+  // Errors point at the first mesh, or at the first function if there is
+  // none (an unannotated model).
+  auto where = [&]() -> Operation * {
+    if (!others.empty())
+      return others.front();
+    Operation *first = module;
+    module.walk([&](FunctionOpInterface fn) {
+      if (first == module && !fn.isExternal())
+        first = fn;
+    });
+    return first;
+  };
   if (meshes.empty()) {
-    module.emitError() << "sequence-parallel: no par.mesh has the axis '"
-                       << axis
-                       << "' (sequence parallelism splits the activations "
-                          "over the tensor-parallel axis)";
+    where()->emitError()
+        << "sequence-parallel: no par.mesh has the axis '" << axis
+        << "' (sequence parallelism splits the activations over the "
+           "tensor-parallel axis; annotate a mesh with it, or name another "
+           "axis)";
     return signalPassFailure();
   }
   // Collect every function's regions first: apply() changes the shardings
@@ -449,7 +461,7 @@ void SequenceParallelPass::runOnOperation() {
   }
   if (!any && llvm::any_of(meshes,
                            [&](MeshOp m) { return m.getAxisSize(axis) > 1; })) {
-    module.emitError()
+    meshes.front().emitError()
         << "sequence-parallel: no reduction over '" << axis
         << "' reaches a [batch, sequence, hidden] activation: sequence "
            "parallelism needs Megatron pairs (weights split by columns, then "
