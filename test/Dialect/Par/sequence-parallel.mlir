@@ -21,7 +21,9 @@
 // CHECK:         linalg.matmul
 // CHECK:         %[[E:.*]] = tensor.expand_shape
 // CHECK:         %[[ES:.*]] = par.reshard %[[E]] <@mesh, [{"dp"}, {"tp"}, {}]>
-// CHECK:         %[[R:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[ES]] : {{.*}}) {{.*}}par.sharding = [#par.sharding<@mesh, [{"dp"}, {"tp"}, {}]>]
+// The re-propagation splits the region ops' inits too.
+// CHECK:         tensor.empty() {par.sharding = [#par.sharding<@mesh, [{"dp"}, {"tp"}, {}]>]}
+// CHECK-NEXT:    %[[R:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[ES]] : {{.*}}) {{.*}}par.sharding = [#par.sharding<@mesh, [{"dp"}, {"tp"}, {}]>]
 // CHECK:         %[[N:.*]] = linalg.generic {{.*}} ins(%[[R]], %arg3 : {{.*}}) {{.*}}par.sharding = [#par.sharding<@mesh, [{"dp"}, {"tp"}, {}]>]
 // CHECK:         %[[G:.*]] = par.reshard %[[N]] <@mesh, [{"dp"}, {}, {}]>
 // CHECK:         tensor.collapse_shape %[[G]]
