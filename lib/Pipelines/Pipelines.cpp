@@ -82,6 +82,15 @@ mlir::par::checkCompileOptions(const CompileOptions &options,
             "80GiB)";
     return failure();
   }
+  // The reduce_scatters into the sequence-split region are a row-parallel
+  // output's all_reduce and slice merged by par-sink-reductions.
+  if (options.communication.sequenceParallel &&
+      !options.communication.sinkReductions) {
+    error = "sequence-parallel=true needs sink-reductions=true (it merges "
+            "each all_reduce and slice into the region into one "
+            "reduce_scatter)";
+    return failure();
+  }
   return target;
 }
 
@@ -113,6 +122,14 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
   // Propagation needs the whole unsharded program to see every annotation
   // and every op's rule.
   pm.addPass(createShardingPropagation());
+  // Sequence parallelism reads the tensor-parallel layout propagation
+  // decided, splits the activations between its reductions along the
+  // sequence and propagates again.
+  if (options.sequenceParallel) {
+    SequenceParallelOptions sp;
+    sp.axis = options.sequenceParallelAxis;
+    pm.addPass(createSequenceParallel(sp));
+  }
   // Partitioning reads propagation's shardings and makes types local.
   pm.addPass(createPartition());
   // Cleanup: fold what partitioning left (e.g. casts, duplicate constants).

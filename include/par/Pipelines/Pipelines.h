@@ -201,6 +201,19 @@ struct CommunicationOptions : OptionGroup {
   using OptionGroup::OptionGroup;
   inline static const BucketReductionsOptions kBucket{};
   inline static const CompressGradientsOptions kCompress{};
+  inline static const SequenceParallelOptions kSeq{};
+
+  Option<bool> sequenceParallel{
+      owner, "sequence-parallel",
+      llvm::cl::desc("Megatron sequence parallelism (par-sequence-parallel): "
+                     "LayerNorm, residual and dropout activations split along "
+                     "the sequence over the tensor-parallel axis, its "
+                     "all_reduces become reduce_scatter + all_gather"),
+      llvm::cl::init(false)};
+  Option<std::string> sequenceParallelAxis{
+      owner, "sequence-parallel-axis",
+      llvm::cl::desc("sequence-parallel: the tensor-parallel mesh axis"),
+      llvm::cl::init(kSeq.axis)};
 
   Option<std::string> gradReduce{
       owner, "grad-reduce",

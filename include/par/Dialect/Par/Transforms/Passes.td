@@ -108,6 +108,47 @@ def ShardingPropagation : Pass<"par-sharding-propagation", "ModuleOp"> {
   ];
 }
 
+def SequenceParallel : Pass<"par-sequence-parallel", "ModuleOp"> {
+  let summary = "Splits the residual stream's sequence over the tensor-parallel axis";
+  let description = [{
+    Megatron sequence parallelism (Korthikanti et al. 2022) as shardings.
+    Runs after propagation has decided the tensor-parallel layout. Between a
+    reduction over the axis (the output of a row-parallel projection, or in
+    the backward the input gradient of column-parallel ones) and the next op
+    that needs the value whole over the axis (a column-parallel projection,
+    a reshape merging the sequence away, a result), the [batch, sequence,
+    hidden] activations and the row-wise ops on them (LayerNorm, residual
+    adds, dropout, casts) are replicated over the axis. This pass finds that
+    region, splits each of its values' sequence dim (dim 1 of the rank-3
+    activations) over the axis, seals its borders with `par.reshard` ops
+    (into it: to the split; out of it: back to the sharding propagation
+    chose) and propagates again. Partitioning turns a border into an
+    all_gather (out) or a local slice, which par-sink-reductions merges with
+    a row-parallel output's all_reduce into a reduce_scatter (in). Gradients
+    reduced over the sequence inside the region (LayerNorm parameters) stay
+    partial over the axis and are all-reduced. Fails, naming the reason,
+    when no mesh has the axis, no reduction over it reaches a rank-3
+    activation, or the axis does not divide a sequence length.
+
+    ```mlir
+    // tp=2: the residual add runs on [4, 8/2, 16] blocks
+    %s = par.reshard %out_proj <@mesh, [{"dp"}, {"tp"}, {} ]> : tensor<4x8x16xf32>
+    %h = linalg.generic ... ins(%x, %s ...)   // [{"dp"}, {"tp"}, {} ]
+    %g = par.reshard %ln <@mesh, [{"dp"}, {}, {} ]> : tensor<4x8x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"tp\"",
+           "The tensor-parallel mesh axis the sequence is split over">
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+  let statistics = [
+    Statistic<"numSplit", "split", "Values whose sequence dim is split">,
+    Statistic<"numEntries", "entries", "Reshards into a region">,
+    Statistic<"numExits", "exits", "Reshards out of a region">
+  ];
+}
+
 def Partition : Pass<"par-partition", "ModuleOp"> {
   let summary = "Rewrites a propagated program into one SPMD program";
   let description = [{
