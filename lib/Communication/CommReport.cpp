@@ -69,6 +69,10 @@ struct CommReportPass : public mlir::par::impl::CommReportBase<CommReportPass> {
           *os << bucket.getInputs().size() << " tensors";
         else
           *os << type;
+        // ZeRO-3's parameter gathers say which phase they serve.
+        if (auto phase =
+                op->getAttrOfType<StringAttr>(ParDialect::kZeROGatherAttrName))
+          *os << " (zero=3 " << phase.getValue() << ")";
         *os << ": " << llvm::format("%.0f", bytes) << " bytes\n";
         ++count;
         total += bytes;

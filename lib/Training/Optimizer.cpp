@@ -4,10 +4,12 @@
 // parameter with one elementwise generic (parameter, gradient and state in,
 // new parameter and state out). Being elementwise over the parameter's
 // shape, the update is sharded exactly like the parameter, and so is the
-// state it carries. With zero=1 (ZeRO stage 1) annotations shard the state,
-// the gradient it meets and the update further over the data-parallel axes;
-// propagation and partitioning turn them into the collectives. The layout
-// is lib/Communication's (ZeRO.h); this file places it on the step.
+// state it carries. With zero=1 or 2 (ZeRO stages 1 and 2) annotations
+// shard the state, the gradient it meets and the update further over the
+// data-parallel axes; with zero=3 the parameters too, gathered where the
+// gradient function uses them. Propagation and partitioning turn them into
+// the collectives. The layout is lib/Communication's (ZeRO.h); this file
+// places it on the step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -479,9 +481,10 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       decisionMesh = *mesh;
     }
     if (zero != 0)
-      return fn.emitOpError("is a pipeline stage: zero=1 (ZeRO-1 optimizer "
-                            "state sharding) is not supported with pipeline "
-                            "stages (stages > 0) yet; use zero=0");
+      return fn.emitOpError()
+             << "is a pipeline stage: zero=" << static_cast<int64_t>(zero)
+             << " (ZeRO sharding over the data-parallel axes) is not "
+                "supported with pipeline stages (stages > 0) yet; use zero=0";
     if (clipNorm > 0)
       return fn.emitOpError("clip-norm needs the norm over all stages' "
                             "gradients, which pipelined updates do not "
@@ -641,7 +644,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
   /// The step's argument and result attributes: f's shardings, initialisers
   /// and the frontend's names and data roles (parameters and data arguments
   /// keep theirs; state arguments get none); the state's initialisers and
-  /// layout; with ZeRO-1 every parameter (and its result) pinned to its
+  /// layout; with ZeRO every parameter (and its result) pinned to its stored
   /// layout, and the state results to theirs, so that the feedback needs
   /// no resharding.
   void annotateStep(func::FuncOp step, func::FuncOp fn,
@@ -673,9 +676,11 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           step.setArgAttr(sig.stateArg(k, j), ParDialect::kShardingAttrName, s);
     if (zero == 0)
       return;
+    // zero=3: parameters are kept (and fed back) split like their state.
     for (auto [j, p] : llvm::enumerate(sig.params)) {
-      step.setArgAttr(p, ParDialect::kShardingAttrName, layout.param[j]);
-      step.setResultAttr(1 + j, ParDialect::kShardingAttrName, layout.param[j]);
+      step.setArgAttr(p, ParDialect::kShardingAttrName, layout.stored(j));
+      step.setResultAttr(1 + j, ParDialect::kShardingAttrName,
+                         layout.stored(j));
       for (unsigned k = 0; k < sig.statePerParam; ++k)
         step.setResultAttr(1 + (1 + k) * P + j, ParDialect::kShardingAttrName,
                            layout.state[j]);
@@ -797,7 +802,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
   }
 
   /// The update and the step's return: every parameter's update
-  /// (emitUpdates), with ZeRO-1 the new parameters back in their layout,
+  /// (emitUpdates), with ZeRO-1/2 the new parameters back in their layout,
   /// under loss scaling the step-or-skip and the next scale state. `results`
   /// holds the loss.
   void emitUpdateAndReturn(OpBuilder &b, Location loc, func::FuncOp step,
@@ -814,8 +819,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       for (unsigned j = 0; j < P; ++j)
         stateVals.push_back(args[sig.stateArg(k, j)]);
     emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
-    // ZeRO-1: the updated parameter back to the parameter's layout (an
-    // all_gather over the data-parallel axes).
+    // ZeRO-1/2: the updated parameter back to the parameter's layout (an
+    // all_gather over the data-parallel axes); ZeRO-3 keeps it split.
     constrainParametersToLayout(
         b, loc, MutableArrayRef<Value>(results).slice(1, P), layout);
     if (sig.lossScale) {
@@ -878,7 +883,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
   /// `f_step(f's arguments, state..., [t], [scale state]) -> (loss,
   /// params'..., state'..., [t'], [scale state', finite])` for a function
   /// `f` with parameters and a gradient (par-autodiff's `f_grad`): the
-  /// gradients, with ZeRO-1 in their state's layout, unscaled and checked
+  /// gradients, with ZeRO in their state's layout, unscaled and checked
   /// under loss scaling, clipped, and the update.
   LogicalResult buildStep(func::FuncOp fn) {
     auto grad = dyn_cast_or_null<func::FuncOp>(
@@ -911,13 +916,22 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     Location loc = fn.getLoc();
     auto step = func::FuncOp::create(b, loc, name, *type);
     annotateStep(step, fn, sig, *layout);
+    // ZeRO-3: the gradient function takes the split parameters and gathers
+    // each where it uses it (the step's call ties its arguments to the
+    // step's).
+    SmallVector<ParameterGathers> gathers;
+    if (zero == 3) {
+      if (failed(checkOnlyCaller(grad)))
+        return failure();
+      gathers = gatherParametersAtUses(grad, sig.params, *layout);
+    }
     b.setInsertionPointToStart(step.addEntryBlock());
 
     Value loss;
     SmallVector<Value> grads;
     emitGradients(b, loc, step, fn, grad, sig.params.size(), loss, grads);
     SmallVector<Value> results{loss};
-    // ZeRO-1: the unscale, the clipping and the update run on the local
+    // ZeRO: the unscale, the clipping and the update run on the local
     // block of each gradient.
     constrainGradientsToState(b, loc, grads, *layout);
     // Loss scaling: the gradients are of scale * loss. Unscale them (what
@@ -933,7 +947,24 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     linkStep(step, fn, grad, sig);
     if (report)
       printOptimizerStateReport(llvm::outs(), step, fn, sig.params, *layout,
-                                optimizer, sig.statePerParam, zeroOptions());
+                                optimizer, sig.statePerParam, zeroOptions(),
+                                gathers);
+    return success();
+  }
+
+  /// ZeRO-3 changes the layout of the gradient function's parameters: no
+  /// other function may call it (it would get split parameters it does
+  /// not expect).
+  LogicalResult checkOnlyCaller(func::FuncOp grad) {
+    std::optional<SymbolTable::UseRange> uses =
+        SymbolTable::getSymbolUses(grad, getOperation());
+    if (uses)
+      for (const SymbolTable::SymbolUse &use : *uses)
+        if (isa<CallOpInterface>(use.getUser()))
+          return use.getUser()->emitOpError()
+                 << "calls @" << grad.getName()
+                 << ", whose parameters zero=3 shards over the data-parallel "
+                    "axes: only the train step may call it";
     return success();
   }
 };

@@ -28,7 +28,7 @@ func.func @other_grad(%w: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>) {
 // STEPS: the cosine schedule needs total-steps > warmup-steps >= 0 (got 10 and 10)
 // RUN: not par-opt %s "--par-optimizer=micro-batches=0" 2>&1 | FileCheck %s --check-prefix=MB0
 // MB0: micro-batches must be >= 1 (got 0)
-// RUN: not par-opt %s "--par-optimizer=zero=2" 2>&1 | FileCheck %s --check-prefix=ZERO2
-// ZERO2: zero must be 0 or 1 (got 2): only ZeRO stage 1, the optimizer state sharded over the data-parallel axes, is implemented
+// RUN: not par-opt %s "--par-optimizer=zero=4" 2>&1 | FileCheck %s --check-prefix=ZERO4
+// ZERO4: zero must be 0, 1, 2 or 3 (got 4): the ZeRO stages shard over the data-parallel axes the optimizer state (1), the gradients too (2) and the parameters too (3)
 // RUN: not par-opt %S/Inputs/scalar-data.mlir --par-autodiff "--par-optimizer=micro-batches=2" 2>&1 | FileCheck %s --check-prefix=MBSCALAR
 // MBSCALAR: scalar-data.mlir:3:1: error: 'func.func' op cannot accumulate micro-batches: data argument #0 ('tensor<f32>') has no static batch dim 0 to stack them along

@@ -102,9 +102,9 @@
 
 // BADAXIS: error: 'func.func' op zero-axes: unknown mesh axis 'tq' (mesh @mesh has 'dp' 'tp')
 // TWICE: error: 'func.func' op zero-axes: mesh axis 'dp' is listed twice
-// NOZERO: zero-axes is given but zero=0 (set zero=1 to shard the optimizer state)
-// ZEROPIPE: zero must be 0 or 1 (got -1)
-// PIPE: error: 'func.func' op is a pipeline stage: zero=1 (ZeRO-1 optimizer state sharding) is not supported with pipeline stages (stages > 0) yet; use zero=0
+// NOZERO: zero-axes is given but zero=0 (set zero=1, 2 or 3 to shard the optimizer state)
+// ZEROPIPE: zero must be 0, 1, 2 or 3 (got -1)
+// PIPE: error: 'func.func' op is a pipeline stage: zero=1 (ZeRO sharding over the data-parallel axes) is not supported with pipeline stages (stages > 0) yet; use zero=0
 
 par.mesh @mesh ["dp"=2, "tp"=2]
 func.func @loss(%x: tensor<4x8xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>},

@@ -158,12 +158,14 @@ struct TrainingOptions : OptionGroup {
       llvm::cl::init(kOpt.microBatches)};
   Option<int64_t> zero{
       owner, "zero",
-      llvm::cl::desc("ZeRO stage: 0, or 1 (optimizer state and update "
-                     "sharded over the data-parallel axes; not with stages)"),
+      llvm::cl::desc("ZeRO stage: 0, 1 (optimizer state and update "
+                     "sharded over the data-parallel axes), 2 (gradients "
+                     "too: the same program as 1), 3 (parameters too, "
+                     "gathered at each use: FSDP); not with stages"),
       llvm::cl::init(kOpt.zero)};
   ListOption<std::string> zeroAxes{
       owner, "zero-axes",
-      llvm::cl::desc("zero=1: the mesh axes to shard the optimizer state "
+      llvm::cl::desc("zero>=1: the mesh axes to shard the optimizer state "
                      "over (default: those the data's dim 0 is split over)")};
 };
 

@@ -211,6 +211,24 @@ def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
     ZeRO, and the ring bytes of the gradient reduction and the parameter
     gather.
 
+    `zero=2` (ZeRO stage 2) is the same program as `zero=1`: the gradient
+    is already reduce-scattered into the state's layout, never all-reduced
+    whole (docs/RationaleCommunication.md).
+
+    With `zero=3` (ZeRO stage 3, FSDP's FULL_SHARD) the parameters are kept
+    in their state's layout too: the step's parameter arguments and results
+    and the gradient function's parameter arguments carry it, and no
+    updated parameter is gathered. Inside the gradient function each
+    parameter gets one `par.sharding_constraint` back to its own layout
+    (an all_gather) before its first use in the forward (the ops the loss
+    depends on) and another before its first use in the backward, each
+    tagged `par.zero_gather = "forward"` or `"backward"` so that they stay
+    two gathers (the forward's copy is freed after its last forward use).
+    Under mixed precision a master weight's cast to the compute type runs
+    on the shard and the 16-bit copy is gathered. The gradient is reduced
+    into the split as with zero=1. Only the step may call the gradient
+    function.
+
     For the GPT of examples/gen_transformer.py on dp=2 x tp=2 (AdamW):
     `#2 tensor<96x64xf32> [{}, {} ]: state [{"dp"}, {} ], 24576 bytes per
     rank (zero=0: 49152)`, one line per parameter, then the totals.
@@ -244,10 +262,12 @@ def Optimizer : Pass<"par-optimizer", "ModuleOp"> {
            "(data arguments stacked along dim 0) and averages their "
            "gradients">,
     Option<"zero", "zero", "int64_t", /*default=*/"0",
-           "ZeRO stage: 0 (optimizer state sharded like its parameter) or 1 "
-           "(state and update also sharded over the data-parallel axes)">,
+           "ZeRO stage: 0 (optimizer state sharded like its parameter), 1 "
+           "(state and update also sharded over the data-parallel axes), 2 "
+           "(gradients too: the same program as 1) or 3 (parameters too, "
+           "gathered at their uses)">,
     ListOption<"zeroAxes", "zero-axes", "std::string",
-               "zero=1: the mesh axes to shard the state over (default: the "
+               "zero>=1: the mesh axes to shard the state over (default: the "
                "axes the data arguments split dim 0 over)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Print each step's optimizer state layout, its bytes per rank "

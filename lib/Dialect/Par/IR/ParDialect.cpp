@@ -518,6 +518,13 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'par.precision' must be \"f32\" or \"compute\"");
     return success();
   }
+  if (attr.getName() == kZeROGatherAttrName) {
+    auto p = dyn_cast<StringAttr>(attr.getValue());
+    if (!p || (p.getValue() != "forward" && p.getValue() != "backward"))
+      return op->emitError("'par.zero_gather' must be \"forward\" or "
+                           "\"backward\"");
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute " << attr.getName();
   auto list = dyn_cast<ArrayAttr>(attr.getValue());

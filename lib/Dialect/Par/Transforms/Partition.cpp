@@ -218,6 +218,10 @@ FailureOr<Value> PartitionPass::materialize(OpBuilder &b, Location loc,
       continue;
     }
     ++numCollectives;
+    // A ZeRO-3 gather keeps its phase: the forward's and the backward's
+    // gathers of one parameter must not become one (CSE).
+    if (Attribute phase = user->getAttr(ParDialect::kZeROGatherAttrName))
+      created->setAttr(ParDialect::kZeROGatherAttrName, phase);
     value = created->getResult(0);
   }
   return value;

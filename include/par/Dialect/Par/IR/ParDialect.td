@@ -63,6 +63,13 @@ def Par_Dialect : Dialect {
     /// On a function par-outline-kernels made: it holds one kernel (a unit
     /// attribute).
     static constexpr ::llvm::StringLiteral kKernelAttrName = "par.kernel";
+    /// On a par.sharding_constraint par-optimizer's zero=3 made, and on the
+    /// collectives partitioning makes from it: "forward" or "backward", the
+    /// phase of the parameter's uses it gathers for. Two gathers of one
+    /// parameter then differ, so that CSE does not keep the forward's copy
+    /// alive into the backward.
+    static constexpr ::llvm::StringLiteral kZeROGatherAttrName =
+        "par.zero_gather";
     /// On an op, for par-mixed-precision: "f32" keeps it in f32, "compute"
     /// runs it in the compute type, whatever its kind.
     static constexpr ::llvm::StringLiteral kPrecisionAttrName =
