@@ -583,9 +583,15 @@ struct RecomputePass : public mlir::par::impl::RecomputeBase<RecomputePass> {
   /// Recomputes in `grad` (the gradient of `fn`); returns its layer count.
   int64_t recompute(func::FuncOp fn, func::FuncOp grad,
                     const LayerSelection &sel) {
+    // A pipeline stage marks the activations it receives (the arguments
+    // after its par.stage_args) par.param too, for their gradients: they
+    // are activations, not parameters.
+    auto stageArgs =
+        fn->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kStageArgsAttrName);
     SmallVector<bool> isParam;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      isParam.push_back((bool)fn.getArgAttr(i, ParDialect::kParamAttrName));
+      isParam.push_back(fn.getArgAttr(i, ParDialect::kParamAttrName) &&
+                        (!stageArgs || i < stageArgs.size()));
     ForwardGraph graph(grad, isParam);
     if (!graph.getLossOp())
       return 0;
