@@ -4,7 +4,7 @@
 // RUN: par-opt %s --par-autodiff "--par-recompute=policy=full report=true" -o /dev/null | FileCheck %s --check-prefix=REPORT
 // RUN: par-opt %s --par-autodiff "--par-recompute=policy=selective report=true" -o /dev/null | FileCheck %s --check-prefix=SELREPORT
 
-// Tests the two policies on one pre-LN-less transformer block, written as
+// Tests the two policies on one transformer block (no LayerNorm), written as
 // par-autodiff's input: x (data) -> q, k, v -> QK^T -> scale -> softmax
 // -> P.V -> h = x + ctx -> tanh(h.W1) -> y = h + g -> sum(y^2). The block
 // is found from the dataflow: two residual sums (x + ctx, h + g), an

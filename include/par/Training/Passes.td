@@ -96,8 +96,8 @@ def Recompute : Pass<"par-recompute", "ModuleOp"> {
     `layers=0,2-3` (default: all). `report=true` prints, per gradient
     function, the layers and cores found, the ops recomputed, the forward
     values the backward no longer reads and the extra forward FLOPs
-    against the forward's and the gradient function's (forward +
-    backward) FLOPs. With pipeline stages, each stage's gradient function
+    against the forward's, a step's (3 forwards: the backward counted as
+    two, as in Korthikanti et al.) and the gradient function's as built. With pipeline stages, each stage's gradient function
     numbers its own layers.
 
     ```mlir
