@@ -91,6 +91,15 @@ mlir::par::checkCompileOptions(const CompileOptions &options,
             "reduce_scatter)";
     return failure();
   }
+  // Recomputation rewrites par-autodiff's backward: there is none without
+  // a train step.
+  if (options.training.recompute != "none" &&
+      options.training.optimizer == "none") {
+    error = "recompute=" + options.training.recompute.getValue() +
+            " needs a train step (optimizer=sgd, momentum or adamw): it "
+            "changes what the backward recomputes";
+    return failure();
+  }
   return target;
 }
 
@@ -235,6 +244,17 @@ void mlir::par::buildTrainPhase(OpPassManager &pm,
   // Reverse mode on the unsharded program: the backward is sharded later
   // by the same propagation as the forward.
   pm.addPass(createAutodiff());
+  // Right after autodiff, while the gradient functions are the forward
+  // then the backward: which forward values the backward reads (saved)
+  // and which it recomputes. Before the optimizer, which calls them.
+  if (training.recompute != "none") {
+    RecomputeOptions rc;
+    rc.policy = training.recompute;
+    rc.layers.assign(training.recomputeLayers.begin(),
+                     training.recomputeLayers.end());
+    rc.report = options.report;
+    pm.addPass(createRecompute(rc));
+  }
   OptimizerOptions opt;
   opt.optimizer = training.optimizer;
   opt.lr = training.lr;

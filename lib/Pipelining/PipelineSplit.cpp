@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Pipelining/Passes.h"
+#include "par/Dialect/Par/Analysis/OpCost.h"
 #include "par/Dialect/Par/Transforms/ShardingPropagation.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -48,33 +49,13 @@ int64_t bytesOf(Type t) {
          std::max<int64_t>(1, tt.getElementTypeBitWidth() / 8);
 }
 
-/// FLOPs of one op: iteration space x scalar ops in the body for linalg
-/// ops (a matmul body is a multiply and an add: 2 per MAC); one per result
-/// element otherwise.
-double flopsOf(Operation *op) {
-  if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
-    double space = 1;
-    for (int64_t r : l.getStaticLoopRanges())
-      space *= ShapedType::isDynamic(r) ? 1 : r;
-    int64_t body = 0;
-    if (Block *blk = l.getBlock())
-      body = std::distance(blk->begin(), blk->end()) - 1;
-    return space * std::max<int64_t>(1, body);
-  }
-  double n = 0;
-  for (Type t : op->getResultTypes())
-    if (auto tt = dyn_cast<RankedTensorType>(t))
-      n += tt.hasStaticShape() ? tt.getNumElements() : 0;
-  return n;
-}
-
 double costOf(Operation *op) {
   double bytes = 0;
   for (Value v : op->getOperands())
     bytes += bytesOf(v.getType());
   for (Type t : op->getResultTypes())
     bytes += bytesOf(t);
-  return flopsOf(op) + kFlopsPerByte * bytes;
+  return getOpFlops(op) + kFlopsPerByte * bytes;
 }
 
 struct PipelineSplitPass

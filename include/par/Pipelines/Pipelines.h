@@ -12,8 +12,9 @@
 //                   (par-normalize-torch, lib/Frontend)
 //   precision       precision != f32: mixed precision, loss scale
 //   pipeline split  stages > 0: forward stage functions, cut by cost
-//   train           optimizer != none: gradients (par-autodiff) and the
-//                   step (par-optimizer)
+//   train           optimizer != none: gradients (par-autodiff), what the
+//                   backward recomputes (par-recompute) and the step
+//                   (par-optimizer)
 //   schedule        stages > 0: every pipeline rank's actions
 //   spmd            propagation, partitioning, cleanup, reductions sunk,
 //                   gradient compression, gradient buckets, verify (or,
@@ -167,6 +168,16 @@ struct TrainingOptions : OptionGroup {
       owner, "zero-axes",
       llvm::cl::desc("zero>=1: the mesh axes to shard the optimizer state "
                      "over (default: those the data's dim 0 is split over)")};
+  Option<std::string> recompute{
+      owner, "recompute",
+      llvm::cl::desc("Activation recomputation (par-recompute): none, "
+                     "selective (attention cores: QK^T, mask, softmax) or "
+                     "full (each layer from its saved input)"),
+      llvm::cl::init("none")};
+  ListOption<std::string> recomputeLayers{
+      owner, "recompute-layers",
+      llvm::cl::desc("The layers recompute acts on: indices and inclusive "
+                     "ranges, e.g. 0,2-3 (default: all)")};
 };
 
 /// Pipeline parallelism: the split into stages and their schedule (the
@@ -358,8 +369,9 @@ struct CompileOptions : public PassPipelineOptions<CompileOptions> {
   // Reports and outputs.
   Option<bool> report{*this, "report",
                       llvm::cl::desc("Print the stage split, the "
-                                     "schedule diagram and the optimizer "
-                                     "state's layout and bytes"),
+                                     "recomputation, the schedule diagram "
+                                     "and the optimizer state's layout and "
+                                     "bytes"),
                       llvm::cl::init(false)};
   Option<bool> commReport{
       *this, "comm-report",

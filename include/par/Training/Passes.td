@@ -47,6 +47,84 @@ def Autodiff : Pass<"par-autodiff", "ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def Recompute : Pass<"par-recompute", "ModuleOp"> {
+  let summary = "Activation recomputation: frees forward values until the "
+                "backward recomputes them";
+  let description = [{
+    Runs right after par-autodiff, on every gradient function (the
+    `par.grad` of a function with `par.param` arguments). par-autodiff's
+    backward reads forward values directly, so each one it reads stays
+    alive (is saved) from the forward until its last backward use. This
+    pass chooses which stay saved: every backward use of a value it
+    recomputes reads instead a clone of the value's forward computation,
+    placed right before the first backward op that needs it and starting
+    from saved values passed through `par.recompute_barrier` (so that CSE
+    cannot fold the clones back into the forward). The clones are the
+    forward's ops with the forward's operands' values: the losses and
+    gradients are bit for bit those without recomputation.
+
+    The structure is found in the program, not in names, so that
+    generated and imported (flat) models are treated alike:
+
+    - a *residual add* is an elementwise add of two activations one of
+      which depends on the other (`x + f(x)`); chained ones are the
+      residual stream;
+    - an *attention core* runs from an activation x activation contraction
+      (QK^T) through the ops between it and the next such contraction that
+      consumes it (scale, mask, softmax) to that contraction (the
+      attention-weighted sum), not crossing any other contraction;
+    - a *layer* (transformer block) runs from the residual stream value
+      that enters a residual segment holding an attention core to the one
+      that enters the next such segment (one attention and one MLP
+      segment in a pre-LN block); without attention, every residual
+      segment is a layer. Layers are numbered from 0 in program order.
+
+    An activation is a value that depends on a data (non-parameter)
+    argument; values computed from parameters and constants alone are
+    never recomputed.
+
+    - `policy=none`: nothing changes.
+    - `policy=selective` (Korthikanti et al. 2022): the attention cores'
+      QK^T, scale/mask and softmax are recomputed from the saved Q, K and
+      V; the attention-weighted sum stays saved (the output projection's
+      input), so no s x s tensor outlives the forward.
+    - `policy=full`: each layer's input is saved and every activation the
+      layer computes is recomputed from it (its output is the next layer's
+      saved input).
+
+    `layers` limits either to some layers: indices and inclusive ranges,
+    `layers=0,2-3` (default: all). `report=true` prints, per gradient
+    function, the layers and cores found, the ops recomputed, the forward
+    values the backward no longer reads and the extra forward FLOPs
+    against the forward's, a step's (3 forwards: the backward counted as
+    two, as in Korthikanti et al.) and the gradient function's as built. With pipeline stages, each stage's gradient function
+    numbers its own layers.
+
+    ```mlir
+    // policy=selective, in @gpt_grad's backward:
+    %q1 = par.recompute_barrier %q : tensor<2x2x8x8xf32>
+    %k1 = par.recompute_barrier %k : tensor<2x2x8x8xf32>
+    %s1 = linalg.generic ... ins(%q1, %k1 ...)   // QK^T again
+    %m1 = linalg.generic ... ins(%s1 ...)        // scale and mask
+    %p1 = linalg.softmax dimension(3) ins(%m1 ...)
+    // the softmax's and the weighted sum's adjoints read %p1, not %p
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
+           "none, selective (attention cores) or full (whole layers)">,
+    ListOption<"layers", "layers", "std::string",
+               "The layers to recompute: indices and inclusive ranges "
+               "(0,2-3); default all">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print the structure found, the ops recomputed and the extra "
+           "forward FLOPs">
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MixedPrecision : Pass<"par-mixed-precision", "ModuleOp"> {
   let summary = "Computes in f16 or bf16 with f32 master weights";
   let description = [{

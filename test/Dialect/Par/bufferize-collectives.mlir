@@ -60,3 +60,27 @@ func.func @dynamic(%a: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %0 = par.all_reduce %a on @mesh axes = ["y"] kind = sum : tensor<?x16xf32>
   return %0 : tensor<?x16xf32>
 }
+
+// -----
+
+// Tests that par.recompute_barrier bufferizes to its operand's buffer (an
+// alias: no allocation or copy; the one allocation is the generic's
+// output) and leaves nothing behind.
+// CHECK-LABEL: func.func @recompute_barrier(
+// CHECK-SAME:    %[[X:.*]]: memref<8x16xf32>
+// CHECK-NOT:     par.recompute_barrier
+// CHECK:         %[[OUT:.*]] = memref.alloc() {{.*}} : memref<8x16xf32>
+// CHECK-NOT:     memref.alloc
+// CHECK-NOT:     memref.copy
+// CHECK:         linalg.generic {{.*}} ins(%[[X]] : memref<8x16xf32>) outs(%[[OUT]] : memref<8x16xf32>)
+func.func @recompute_barrier(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %b = par.recompute_barrier %x : tensor<8x16xf32>
+  %e = tensor.empty() : tensor<8x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%b : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %t = math.tanh %v : f32
+    linalg.yield %t : f32
+  } -> tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}

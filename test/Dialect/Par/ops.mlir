@@ -396,6 +396,23 @@ func.func @loss_scaling(%l: tensor<f32>, %x: tensor<4x8xbf16>, %g: tensor<8xf32>
 }
 
 //===----------------------------------------------------------------------===//
+// Activation recomputation
+//===----------------------------------------------------------------------===//
+
+// Tests that par.recompute_barrier round-trips, and that two barriers of one
+// value stay two ops (it has no folder; par-opt's printer does not CSE).
+// CHECK-LABEL: func.func @recompute_barrier(
+// CHECK-SAME:    %[[X:.*]]: tensor<2x8x16xf32>
+// CHECK:         %[[A:.*]] = par.recompute_barrier %[[X]] : tensor<2x8x16xf32>
+// CHECK:         %[[B:.*]] = par.recompute_barrier %[[X]] : tensor<2x8x16xf32>
+// CHECK:         return %[[A]], %[[B]]
+func.func @recompute_barrier(%x: tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
+  %a = par.recompute_barrier %x : tensor<2x8x16xf32>
+  %b = par.recompute_barrier %x : tensor<2x8x16xf32>
+  return %a, %b : tensor<2x8x16xf32>, tensor<2x8x16xf32>
+}
+
+//===----------------------------------------------------------------------===//
 // The typed contracts: links between functions, #par.pipeline
 //===----------------------------------------------------------------------===//
 

@@ -153,3 +153,14 @@ func.func @no_rule(%a: tensor<1x8x8x1xf32>, %k: tensor<3x3x1x1xf32>, %o: tensor<
   } : tensor<1x6x6x1xf32> to tensor<1x6x6x1xf32>
   return %1 : tensor<1x6x6x1xf32>
 }
+
+// -----
+
+// Tests that par.recompute_barrier's rule is the identity: operand and
+// result share every factor, so a recomputation partitions like the
+// forward it repeats.
+func.func @recompute_barrier(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  // expected-remark @below {{sharding rule: ([i, j, k]) -> ([i, j, k]) {i=2, j=8, k=16}}}
+  %0 = par.recompute_barrier %x : tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}

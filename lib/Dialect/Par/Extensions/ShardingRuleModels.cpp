@@ -379,10 +379,11 @@ struct ConcatRuleModel
 } // namespace
 
 /// par's scalar loss-scaling ops: rank-0 in and out, no factors (every
-/// operand replicated, so a partial loss is reduced before it).
+/// operand replicated, so a partial loss is reduced before it); and
+/// par.recompute_barrier, whose operand and result share every factor.
 template <typename OpTy>
-struct ScalarRuleModel
-    : public ShardingRuleOpInterface::ExternalModel<ScalarRuleModel<OpTy>,
+struct IdentityRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<IdentityRuleModel<OpTy>,
                                                     OpTy> {
   FailureOr<ShardingRule> getShardingRule(Operation *op) const {
     return makeIdentityRule(op);
@@ -391,8 +392,11 @@ struct ScalarRuleModel
 
 void mlir::par::registerShardingRuleModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, ParDialect *) {
-    ScaleLossOp::attachInterface<ScalarRuleModel<ScaleLossOp>>(*ctx);
-    UpdateLossScaleOp::attachInterface<ScalarRuleModel<UpdateLossScaleOp>>(
+    ScaleLossOp::attachInterface<IdentityRuleModel<ScaleLossOp>>(*ctx);
+    UpdateLossScaleOp::attachInterface<IdentityRuleModel<UpdateLossScaleOp>>(
+        *ctx);
+    // The barrier forwards its operand: the identity rule, as a scalar's.
+    RecomputeBarrierOp::attachInterface<IdentityRuleModel<RecomputeBarrierOp>>(
         *ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, linalg::LinalgDialect *) {

@@ -6,6 +6,7 @@
 // buffer. Nothing here knows the runtime: Conversion/ParToRuntime turns the
 // buffer forms into calls of the runtime's kernel ABI, so bufferization
 // only bufferizes and each target lowers the same ops its own way.
+// par.recompute_barrier bufferizes to its operand's buffer (an alias).
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,6 +204,37 @@ struct RecvModel
   }
 };
 
+/// par.recompute_barrier is an alias of its operand's buffer, as
+/// tensor.cast is: it neither reads nor writes, and its result is the
+/// operand's buffer. Its work (keeping CSE from merging recomputed ops
+/// into the forward) is over once the ops act on buffers.
+struct RecomputeBarrierModel
+    : public BufferizableOpInterface::ExternalModel<RecomputeBarrierModel,
+                                                    RecomputeBarrierOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return false;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &,
+                                      const AnalysisState &) const {
+    return {{op->getResult(0), BufferRelation::Equivalent}};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, op->getOperand(0), options, state);
+    if (failed(buffer))
+      return failure();
+    replaceOpWithBufferizedValues(rewriter, op, *buffer);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::par::registerBufferizableOpInterfaceExternalModels(
@@ -218,5 +250,6 @@ void mlir::par::registerBufferizableOpInterfaceExternalModels(
     BroadcastOp::attachInterface<BroadcastModel>(*ctx);
     SendOp::attachInterface<SendModel>(*ctx);
     RecvOp::attachInterface<RecvModel>(*ctx);
+    RecomputeBarrierOp::attachInterface<RecomputeBarrierModel>(*ctx);
   });
 }

@@ -85,6 +85,28 @@ def Par_ReshardOp : Par_Op<"reshard", [
   let assemblyFormat = "$input $sharding attr-dict `:` type($input)";
 }
 
+def Par_RecomputeBarrierOp : Par_Op<"recompute_barrier", [
+    Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "A saved activation as the start of a recomputation";
+  let description = [{
+    Returns its operand unchanged. par-recompute passes each saved forward
+    value a recomputation in the backward starts from through one, so that
+    the recomputed ops have operands the forward's ops do not: CSE and
+    canonicalization cannot fold the clones back into the forward (which
+    would keep the values recomputation frees alive until the backward).
+    It has no folder on purpose. Its sharding rule is the identity;
+    one-shot bufferization makes its result the operand's buffer (an
+    alias, no copy), so nothing of it reaches the lowering.
+
+    ```mlir
+    %x1 = par.recompute_barrier %x : tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 //===----------------------------------------------------------------------===//
 // Collectives (on per-device tensors)
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,28 @@
+//===- OpCost.cpp - The arithmetic an op does -----------------------------===//
+
+#include "par/Dialect/Par/Analysis/OpCost.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <algorithm>
+#include <iterator>
+
+using namespace mlir;
+
+double mlir::par::getOpFlops(Operation *op) {
+  if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
+    double space = 1;
+    for (int64_t r : l.getStaticLoopRanges())
+      space *= ShapedType::isDynamic(r) ? 1 : r;
+    int64_t body = 0;
+    if (Block *blk = l.getBlock())
+      body = std::distance(blk->begin(), blk->end()) - 1;
+    return space * std::max<int64_t>(1, body);
+  }
+  double n = 0;
+  for (Type t : op->getResultTypes())
+    if (auto tt = dyn_cast<RankedTensorType>(t))
+      n += tt.hasStaticShape() ? tt.getNumElements() : 0;
+  return n;
+}
