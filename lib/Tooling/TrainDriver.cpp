@@ -107,6 +107,10 @@ int TrainDriver::run() {
   log.reset(); // the CSV is complete before anything else is reported
   exec.report(o.train.steps - plan.resumedStep);
   reportMemory(ctx, predictedPeak(exec.memoryPlanFunction()));
+  // The limit models the job's devices; what follows (gathered results,
+  // the unsharded reference of --verify) is the runner's checking.
+  if (o.memoryLimit > 0)
+    par_rt_memory_set_limit(0, nullptr, nullptr);
   exec.saveWeights();
   exec.writeResults();
   int status = rank == 0 && o.verify ? exec.verify(losses) : 0;
