@@ -111,9 +111,9 @@ class Bench:
             opts += " precision=bf16"
         out = os.path.join(self.tmp, "%s-%s-L%d" % (
             re.sub(r"[^a-z0-9]+", "_", name), dtype, layers))
-        run([os.path.join(self.bin, "par-compile"),
-             self.model(layers, *mesh), "-o", out, "--no-reference",
-             "--options=" + opts.strip()])
+        self.output = run([os.path.join(self.bin, "par-compile"),
+                           self.model(layers, *mesh), "-o", out,
+                           "--no-reference", "--options=" + opts.strip()])
         man = json.load(open(os.path.join(out, "sharded.json")))
         step = [f for f in man["functions"] if f["name"].endswith("_step")]
         return out, step[0]
@@ -188,13 +188,13 @@ def main():
                          parts["optimizer_state"]) / MIB
                 rows.append([name, "%.2f" % r["predicted"],
                              "%.2f" % r["measured"], "%.2f%%" % (100 * err),
-                             "%.2f" % state, "%.2f" % (parts["activations"] /
-                                                       MIB),
+                             "%.2f" % state,
+                             "%.2f" % (plan["saved_activations"] / MIB),
                              "%.3f" % r["time"],
                              "%.2fx" % (r["time"] / base_time)])
-                acts[name] = parts["activations"]
+                acts[name] = plan["saved_activations"]
             table(rows, ["config", "predicted MiB", "measured MiB", "error",
-                         "state MiB", "activations MiB", "s/step",
+                         "state MiB", "saved act. MiB", "s/step",
                          "vs baseline"])
             layer_rows = per_layer(b, args, dtype, acts)
             if layer_rows:
@@ -226,7 +226,7 @@ def per_layer(b, args, dtype, acts):
             _, step = b.compile(name, 2, mesh, options, dtype)
         except RuntimeError:
             continue
-        per = (acts[name] - step["memory"]["at_peak"]["activations"]) / (
+        per = (acts[name] - step["memory"]["saved_activations"]) / (
             args.layers - 2)
         f = korthikanti(kinds[name], s, bl, h, a, t, bpe)
         rows.append([name, "%.2f" % (per / MIB), "%.2f" % (f / MIB),
@@ -240,33 +240,37 @@ def zero_rows(b, args, dtype):
     for zero in (1, 3):
         try:
             art, step = b.compile("dp8-zero%d" % zero, args.layers, (8, 1),
-                                  "zero=%d" % zero, dtype)
+                                  "zero=%d report=true" % zero, dtype)
         except RuntimeError as e:
             print("zero=%d on dp=8: not built (%s)" % (
                 zero, str(e).splitlines()[-1][:80]))
             return
         r = b.train(art, step["name"])
-        got[zero] = (step, r)
-    # Psi: the parameters' global element count (the step's first inputs
-    # that are parameters: every input with an initialiser fed back and
-    # given to the grad function; the manifest's parameters at the peak
-    # are held twice, as arguments and results).
-    step3, r3 = got[3]
-    parts = step3["memory"]["at_peak"]
-    psi = sum(_count(t["global_shape"]) for t in _params(step3))
+        got[zero] = (step, r, b.output)
+    # Psi: the parameters' global element count. The step's fed-back
+    # inputs (no role) are the parameters followed by Adam's two moments
+    # with the same shapes; one copy of each is the model state, and the
+    # gradient a rank keeps (reduce-scattered, f32) is laid out like its
+    # parameter shard.
+    step3, r3, report3 = got[3]
+    params, _ = _fed_back(step3)
+    psi = sum(_count(t["global_shape"]) for t in params)
     nd = 8
     paper = 16.0 * psi / nd
-    # par keeps parameters and optimizer state twice (arguments and
-    # results: the runner's two buffer sets); one copy is the model state.
-    mine = (parts["parameters"] + parts["optimizer_state"]) / 2.0 + \
-        parts["gradients"]
+    # par-optimizer's report: what a rank keeps of the parameters (f32
+    # master shard), the gradients (reduce-scattered) and Adam's moments.
+    m = re.search(r"model state per rank: parameters (\d+) \+ gradients "
+                  r"(\d+) \+ optimizer state (\d+) = (\d+) bytes", report3)
+    mine = int(m.group(4))
     print("\nZeRO on 8 x 1 (dp only), Psi = %d parameters:" % psi)
-    print("  model state per rank (params + grads + optimizer, one copy): "
-          "%.2f MiB; (2+2+12) Psi / N_d = %.2f MiB; ratio %.3f" % (
-              mine / MIB, paper / MIB, mine / paper))
+    print("  model state per rank (parameters %s + gradients %s + optimizer "
+          "state %s bytes): %.3f MiB; (2+2+12) Psi / N_d = %.3f MiB; ratio "
+          "%.3f" % (m.group(1), m.group(2), m.group(3), mine / MIB,
+                    paper / MIB, mine / paper))
     print("  dp bytes per step and rank: zero=3 %d, zero=1 %d, ratio %.3f "
-          "(paper: 1.5)" % (r3["bytes"], got[1][1]["bytes"],
-                            r3["bytes"] / max(1, got[1][1]["bytes"])))
+          "(paper: 1.5 when both move the same dtype)" % (
+              r3["bytes"], got[1][1]["bytes"],
+              r3["bytes"] / max(1, got[1][1]["bytes"])))
 
 
 def _count(shape):
@@ -276,13 +280,17 @@ def _count(shape):
     return n
 
 
-def _params(step):
-    fed = {pair[1] for pair in step.get("feedback", [])}
-    ins = step["inputs"]
-    # Adam's state comes after the parameters and repeats their shapes
-    # twice; the parameters are the first third of the fed-back inputs.
-    fed_in = [ins[i] for i in sorted(fed) if "role" not in ins[i]]
-    return fed_in[:len(fed_in) // 3]
+def _bytes(dtype):
+    return {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i64": 8, "i32": 4}[dtype]
+
+
+def _fed_back(step):
+    """The parameters and the optimizer state among a step's inputs."""
+    fed = sorted({pair[1] for pair in step.get("feedback", [])})
+    ins = [step["inputs"][i] for i in fed if "role" not in step["inputs"][i]]
+    tensors = [t for t in ins if t["global_shape"]]
+    n = len(tensors) // 3
+    return tensors[:n], tensors[n:]
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ def check_plan(path):
     # and results like the parameters.
     assert abs(step['optimizer_state'] - 2 * step['parameters']) <= 64, step
     assert step['activations'] > 0, step
+    assert p['gpt_step']['saved_activations'] == \
+        p['gpt_grad']['saved_activations'] > 0, p['gpt_step']
     # The grad function returns the loss and a gradient per parameter.
     grad = p['gpt_grad']
     assert grad['results'] == grad['at_peak']['parameters'] + 4, grad

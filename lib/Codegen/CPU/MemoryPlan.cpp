@@ -70,6 +70,10 @@ struct BodyPlan {
   SmallVector<std::pair<int64_t, Kind>> returned;
   /// The allocated types by size, for naming an allocation.
   std::map<int64_t, std::set<std::string>> types;
+  /// What a grad function's forward keeps for its backward (the
+  /// activations live where the local loss is computed); a caller: the
+  /// most of its callees'.
+  int64_t savedActivations = 0;
   bool complete = true; // false: a buffer without a static size
 };
 
@@ -187,10 +191,15 @@ void Planner::allocate(Frame &f, Value root, int64_t bytes) {
   f.out.types[bytes].insert(typeName(root.getType()));
   record(f, 0, {});
   // The forward ends at the loss: what it keeps for the backward is live.
-  if (root == f.boundary)
+  if (root == f.boundary) {
+    int64_t saved = 0;
     for (auto &[v, b] : f.live)
-      if (b.kind == Temporaries && v != root)
+      if (b.kind == Temporaries && v != root) {
         b.kind = Activations;
+        saved += b.bytes;
+      }
+    f.out.savedActivations = std::max(f.out.savedActivations, saved);
+  }
 }
 
 void Planner::free(Frame &f, Value buffer) {
@@ -207,6 +216,8 @@ void Planner::call(Frame &f, func::CallOp op) {
     return;
   const BodyPlan &inner = plan(callee);
   f.out.complete &= inner.complete;
+  f.out.savedActivations =
+      std::max(f.out.savedActivations, inner.savedActivations);
   for (auto &[bytes, names] : inner.types)
     f.out.types[bytes].insert(names.begin(), names.end());
   record(f, inner.peak, inner.atPeak);
@@ -442,6 +453,9 @@ void MemoryPlanPass::print(func::FuncOp fn, const EntryPlan &e,
                << mib(body.peak) << ")";
   if (!body.complete)
     llvm::outs() << " (dynamic buffers not counted)";
+  if (body.savedActivations)
+    llvm::outs() << "\n  saved for the backward: "
+                 << mib(body.savedActivations) << " of activations";
   llvm::outs() << "\n  at the peak:";
   for (int k = 0; k < NumKinds; ++k)
     if (e.atPeak[k])
@@ -455,6 +469,7 @@ llvm::json::Object toJson(const EntryPlan &e, const BodyPlan &body) {
   m[key::kMemoryArguments] = e.arguments;
   m[key::kMemoryResults] = e.results;
   m[key::kMemoryProgramPeak] = body.peak;
+  m[key::kMemorySavedActivations] = body.savedActivations;
   llvm::json::Object parts;
   for (int k = 0; k < NumKinds; ++k)
     parts[kKindNames[k]] = e.atPeak[k];

@@ -97,6 +97,7 @@ inline constexpr const char kMemoryResults[] = "results";
 inline constexpr const char kMemoryProgramPeak[] = "program_peak";
 inline constexpr const char kMemoryAtPeak[] = "at_peak";
 inline constexpr const char kMemoryAllocations[] = "allocations";
+inline constexpr const char kMemorySavedActivations[] = "saved_activations";
 
 inline constexpr const char kAxes[] = "axes";
 inline constexpr const char kSize[] = "size";
