@@ -73,6 +73,9 @@ struct CommReportPass : public mlir::par::impl::CommReportBase<CommReportPass> {
         if (auto phase =
                 op->getAttrOfType<StringAttr>(ParDialect::kZeROGatherAttrName))
           *os << " (zero=3 " << phase.getValue() << ")";
+        if (auto phase =
+                op->getAttrOfType<StringAttr>(ParDialect::kSPGatherAttrName))
+          *os << " (sequence-parallel " << phase.getValue() << ")";
         *os << ": " << llvm::format("%.0f", bytes) << " bytes\n";
         ++count;
         total += bytes;

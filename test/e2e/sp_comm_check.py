@@ -9,8 +9,13 @@ b*s*h elements (2 forward, 2 backward: 8*b*s*h*(t-1)/t per device,
 docs/Formulas.md); sequence parallelism replaces each by a reduce_scatter
 and an all_gather of (t-1)/t * b*s*h each, the same bytes, plus one
 all_gather of the same size at each end of the split stream (the final
-LayerNorm's output before the LM head, the embedding's gradient). Here b is
-the per-data-parallel-rank batch and the unit is 4-byte f32 elements.
+LayerNorm's output before the LM head, the embedding's gradient). As in
+Megatron, the backward gathers the split LayerNorm outputs again for the
+weight gradients of the projections that read them (2 per layer, and the
+final LayerNorm's for the LM head's), tagged "(sequence-parallel
+backward)": the forward's gathered copies are not kept for the backward.
+Here b is the per-data-parallel-rank batch and the unit is 4-byte f32
+elements.
 """
 
 import re
@@ -29,7 +34,10 @@ def sections(path):
             continue
         m = LINE.match(line)
         if m and fn:
-            out[fn].append((m.group(1), m.group(2), int(m.group(4))))
+            kind = m.group(1)
+            if '(sequence-parallel backward)' in line:
+                kind += ' again'
+            out[fn].append((kind, m.group(2), int(m.group(4))))
     return out
 
 
@@ -49,17 +57,22 @@ def main():
         ag = tp_only(sp[fn], "all_gather")
         left = tp_only(sp[fn], "all_reduce") + tp_only(sp[fn], "bucket_all_reduce")
         ends = 1 if fn == "gpt" else 2
-        good = (sum(ar) == want_ar and len(ar) == layers * passes and
+        again = tp_only(sp[fn], "all_gather again")
+        want_again = 0 if fn == "gpt" else 2 * layers + 1
+        good = (len(again) == want_again and sum(again) == want_again * unit and
+                sum(ar) == want_ar and len(ar) == layers * passes and
                 not left and len(rs) == layers * passes and
                 sum(rs) == layers * passes * unit and
                 len(ag) == layers * passes + ends and
                 sum(ag) == (layers * passes + ends) * unit)
         ok &= good
         print("@%s: tp all_reduce %d bytes (formula %d) -> reduce_scatter %d "
-              "+ all_gather %d bytes (formula %d + %d at the ends), %d "
-              "all_reduces over tp left: %s" %
+              "+ all_gather %d bytes (formula %d + %d at the ends) + %d "
+              "gathered again for the backward (%d x %d), %d all_reduces "
+              "over tp left: %s" %
               (fn, sum(ar), want_ar, sum(rs), sum(ag), want_ar,
-               ends * unit, len(left), "OK" if good else "FAIL"))
+               ends * unit, sum(again), want_again, unit, len(left),
+               "OK" if good else "FAIL"))
     sys.exit(0 if ok else 1)
 
 

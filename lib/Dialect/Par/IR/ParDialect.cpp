@@ -525,6 +525,12 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                            "\"backward\"");
     return success();
   }
+  if (attr.getName() == kSPGatherAttrName) {
+    auto p = dyn_cast<StringAttr>(attr.getValue());
+    if (!p || p.getValue() != "backward")
+      return op->emitError("'par.sp_gather' must be \"backward\"");
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute " << attr.getName();
   auto list = dyn_cast<ArrayAttr>(attr.getValue());

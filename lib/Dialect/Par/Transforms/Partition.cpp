@@ -222,6 +222,9 @@ FailureOr<Value> PartitionPass::materialize(OpBuilder &b, Location loc,
     // gathers of one parameter must not become one (CSE).
     if (Attribute phase = user->getAttr(ParDialect::kZeROGatherAttrName))
       created->setAttr(ParDialect::kZeROGatherAttrName, phase);
+    // So does sequence parallelism's backward gather.
+    if (Attribute phase = user->getAttr(ParDialect::kSPGatherAttrName))
+      created->setAttr(ParDialect::kSPGatherAttrName, phase);
     value = created->getResult(0);
   }
   return value;

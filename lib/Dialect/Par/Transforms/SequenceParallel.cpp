@@ -26,7 +26,12 @@
 //            it (a local slice; after a partial value's all_reduce,
 //            par-sink-reductions makes the pair one reduce_scatter); one
 //            used outside it is resharded back to the sharding
-//            propagation chose (an all_gather), once per value.
+//            propagation chose (an all_gather), once per value; in a
+//            gradient function, once for the forward's users and again
+//            (tagged `par.sp_gather = "backward"`, so CSE keeps the two)
+//            for the backward's, as Megatron gathers again in the
+//            backward: the gathered copy then dies with the forward and
+//            the saved activation is the split one.
 //
 // A reshard fixes its result and leaves its operand alone, so the second
 // propagation moves the split through the region and no further. The
@@ -104,6 +109,43 @@ bool isFree(Value v) {
   return matchPattern(def, m_Constant(&dense)) && dense.isSplat();
 }
 
+/// The ops of a gradient function's body its loss (the first result)
+/// depends on: its forward. Empty for other functions (all forward).
+llvm::DenseSet<Operation *> forwardOf(FunctionOpInterface fn) {
+  llvm::DenseSet<Operation *> forward;
+  auto module = fn->getParentOfType<ModuleOp>();
+  bool isGrad = false;
+  module.walk([&](FunctionOpInterface f) {
+    if (auto g = f->getAttrOfType<FlatSymbolRefAttr>(ParDialect::kGradAttrName))
+      isGrad |= g.getValue() == fn.getName();
+  });
+  Block &body = fn.getFunctionBody().front();
+  auto ret = body.getTerminator();
+  if (!isGrad || ret->getNumOperands() == 0)
+    return forward;
+  SmallVector<Value> work{ret->getOperand(0)};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      continue;
+    Operation *top = body.findAncestorOpInBlock(*def);
+    if (!top || !forward.insert(top).second)
+      continue;
+    // Its operands and what its regions read from above.
+    top->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (!top->isAncestor(operand.getParentBlock()->getParentOp()) ||
+            operand.getParentBlock() == &body)
+          work.push_back(operand);
+    });
+  }
+  return forward;
+}
+
 /// The operands, then the results, of an op: the slots of its rule.
 SmallVector<Value> slotsOf(Operation *op) {
   SmallVector<Value> slots(op->getOperands());
@@ -126,6 +168,7 @@ public:
   LogicalResult checkDivisible();
   /// The borders as reshards, the region's results as split shardings.
   void apply(int64_t &entries, int64_t &exits);
+  void regatherViews(Value v, function_ref<bool(Operation *)> isForward);
 
   bool empty() const { return seqDim.empty(); }
   size_t size() const { return seqDim.size(); }
@@ -343,6 +386,58 @@ LogicalResult ResidualRegions::checkDivisible() {
   return success();
 }
 
+/// The backward reads a gathered region value through the forward's
+/// reshapes of it (a projection's [b*s, h] input): it gets its own gather
+/// of `v` and its own copies of those reshapes, placed before its first
+/// such use, so that the forward's gathered copy dies with the forward.
+void ResidualRegions::regatherViews(
+    Value v, function_ref<bool(Operation *)> isForward) {
+  // The forward's reshape chains from v's exit, and the backward's uses of
+  // them.
+  Operation *exitOp = nullptr;
+  for (Operation *user : v.getUsers())
+    if (isa<ReshardOp>(user) && !ops.contains(user))
+      exitOp = user;
+  if (!exitOp)
+    return;
+  SmallVector<OpOperand *> backwardUses;
+  SmallVector<Operation *> views; // in def-use order
+  SmallVector<Value> work{exitOp->getResult(0)};
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    for (OpOperand &use : x.getUses()) {
+      Operation *user = use.getOwner();
+      if (!isForward(user))
+        backwardUses.push_back(&use);
+      else if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user)) {
+        views.push_back(user);
+        work.push_back(user->getResult(0));
+      }
+    }
+  }
+  if (backwardUses.empty())
+    return;
+  Block *block = exitOp->getBlock();
+  Operation *first = nullptr;
+  for (OpOperand *use : backwardUses) {
+    Operation *top = block->findAncestorOpInBlock(*use->getOwner());
+    if (!top)
+      return;
+    if (!first || top->isBeforeInBlock(first))
+      first = top;
+  }
+  OpBuilder b(first);
+  auto again = ReshardOp::create(b, v.getLoc(), v.getType(), v, current(v));
+  again->setAttr(ParDialect::kSPGatherAttrName, b.getStringAttr("backward"));
+  IRMapping map;
+  map.map(exitOp->getResult(0), again.getResult());
+  for (Operation *view : views)
+    if (map.contains(view->getOperand(0)))
+      b.clone(*view, map);
+  for (OpOperand *use : backwardUses)
+    use->set(map.lookup(use->get()));
+}
+
 void ResidualRegions::apply(int64_t &entries, int64_t &exits) {
   MLIRContext *ctx = fn->getContext();
   // Into the region: values made outside it.
@@ -359,36 +454,53 @@ void ResidualRegions::apply(int64_t &entries, int64_t &exits) {
     });
     ++entries;
   }
-  // Out of it: one reshard per value, before its first outside user.
+  // Out of it: one reshard per value and phase, before its first outside
+  // user in that phase.
+  llvm::DenseSet<Operation *> forward = forwardOf(fn);
+  Block &body = fn.getFunctionBody().front();
+  auto exit = [&](Value v, ArrayRef<OpOperand *> uses, bool backward) {
+    OpBuilder b(ctx);
+    Operation *def = v.getDefiningOp(), *first = nullptr;
+    for (OpOperand *use : uses) {
+      Operation *user = use->getOwner();
+      if (user->getBlock() != def->getBlock()) {
+        first = nullptr;
+        break;
+      }
+      if (!first || user->isBeforeInBlock(first))
+        first = user;
+    }
+    if (first)
+      b.setInsertionPoint(first);
+    else
+      b.setInsertionPointAfter(def);
+    auto out = ReshardOp::create(b, v.getLoc(), v.getType(), v, current(v));
+    if (backward)
+      out->setAttr(ParDialect::kSPGatherAttrName, b.getStringAttr("backward"));
+    for (OpOperand *use : uses)
+      use->set(out.getResult());
+    ++exits;
+  };
+  auto isForward = [&](Operation *user) {
+    Operation *top = body.findAncestorOpInBlock(*user);
+    return forward.empty() || !top || forward.contains(top);
+  };
   for (auto [v, d] : values) {
     Operation *def = v.getDefiningOp();
     if (!def || !ops.contains(def))
       continue;
-    SmallVector<OpOperand *> outside;
-    for (OpOperand &use : v.getUses())
-      if (!ops.contains(use.getOwner()))
-        outside.push_back(&use);
-    if (!outside.empty()) {
-      OpBuilder b(ctx);
-      Operation *first = nullptr;
-      for (OpOperand *use : outside) {
-        Operation *user = use->getOwner();
-        if (user->getBlock() != def->getBlock()) {
-          first = nullptr;
-          break;
-        }
-        if (!first || user->isBeforeInBlock(first))
-          first = user;
-      }
-      if (first)
-        b.setInsertionPoint(first);
-      else
-        b.setInsertionPointAfter(def);
-      auto out = ReshardOp::create(b, v.getLoc(), v.getType(), v, current(v));
-      for (OpOperand *use : outside)
-        use->set(out.getResult());
-      ++exits;
+    SmallVector<OpOperand *> fwd, bwd;
+    for (OpOperand &use : v.getUses()) {
+      if (ops.contains(use.getOwner()))
+        continue;
+      (isForward(use.getOwner()) ? fwd : bwd).push_back(&use);
     }
+    if (!fwd.empty())
+      exit(v, fwd, /*backward=*/false);
+    if (!bwd.empty())
+      exit(v, bwd, /*backward=*/!fwd.empty());
+    else if (!fwd.empty())
+      regatherViews(v, isForward);
     // The region's own results start split (propagation's seeds).
     auto list = def->getAttrOfType<ArrayAttr>(kSharding);
     SmallVector<Attribute> entriesOf;

@@ -70,6 +70,12 @@ def Par_Dialect : Dialect {
     /// alive into the backward.
     static constexpr ::llvm::StringLiteral kZeROGatherAttrName =
         "par.zero_gather";
+    /// On a par.reshard par-sequence-parallel made for a gradient
+    /// function's backward, and on the all_gather partitioning makes from
+    /// it: "backward". The backward gathers the split activation again
+    /// instead of reading the forward's gathered copy (CSE keeps the two).
+    static constexpr ::llvm::StringLiteral kSPGatherAttrName =
+        "par.sp_gather";
     /// On an op, for par-mixed-precision: "f32" keeps it in f32, "compute"
     /// runs it in the compute type, whatever its kind.
     static constexpr ::llvm::StringLiteral kPrecisionAttrName =
