@@ -41,20 +41,12 @@ namespace {
 /// flops in the time it streams one byte from memory.
 constexpr double kFlopsPerByte = 4.0;
 
-int64_t bytesOf(Type t) {
-  auto tt = dyn_cast<RankedTensorType>(t);
-  if (!tt || !tt.hasStaticShape())
-    return 0;
-  return tt.getNumElements() *
-         std::max<int64_t>(1, tt.getElementTypeBitWidth() / 8);
-}
-
 double costOf(Operation *op) {
   double bytes = 0;
   for (Value v : op->getOperands())
-    bytes += bytesOf(v.getType());
+    bytes += getTensorBytes(v.getType());
   for (Type t : op->getResultTypes())
-    bytes += bytesOf(t);
+    bytes += getTensorBytes(t);
   return getOpFlops(op) + kFlopsPerByte * bytes;
 }
 
@@ -349,7 +341,7 @@ struct PipelineSplitPass
     int64_t bytes = 0;
     for (unsigned i : usedArgs(a, b))
       if (fn.getArgAttr(i, ParDialect::kParamAttrName))
-        bytes += bytesOf(fn.getArgumentTypes()[i]);
+        bytes += getTensorBytes(fn.getArgumentTypes()[i]);
     return bytes;
   }
 

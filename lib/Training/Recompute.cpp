@@ -53,14 +53,6 @@ using namespace mlir::par;
 
 namespace {
 
-int64_t bytesOf(Type t) {
-  auto tt = dyn_cast<RankedTensorType>(t);
-  if (!tt || !tt.hasStaticShape())
-    return 0;
-  return tt.getNumElements() *
-         std::max<int64_t>(1, tt.getElementTypeBitWidth() / 8);
-}
-
 //===----------------------------------------------------------------------===//
 // The forward of a gradient function
 //===----------------------------------------------------------------------===//
@@ -622,7 +614,7 @@ struct RecomputePass : public mlir::par::impl::RecomputeBase<RecomputePass> {
     llvm::raw_ostream &os = llvm::outs();
     int64_t bytes = 0;
     for (Value v : r.released)
-      bytes += bytesOf(v.getType());
+      bytes += getTensorBytes(v.getType());
     os << "par-recompute: @" << grad.getName() << " recompute=" << policy
        << ": " << s.layers.size() << " layers, " << s.cores.size()
        << " attention cores\n";

@@ -26,3 +26,11 @@ double mlir::par::getOpFlops(Operation *op) {
       n += tt.hasStaticShape() ? tt.getNumElements() : 0;
   return n;
 }
+
+int64_t mlir::par::getTensorBytes(Type t) {
+  auto tt = dyn_cast<RankedTensorType>(t);
+  if (!tt || !tt.hasStaticShape())
+    return 0;
+  return tt.getNumElements() *
+         std::max<int64_t>(1, tt.getElementTypeBitWidth() / 8);
+}

@@ -1,8 +1,8 @@
 //===- OpCost.h - The arithmetic an op does ---------------------*- C++ -*-===//
 //
 // One count of an op's arithmetic for every pass that weighs ops: the
-// pipeline split balances stages by it, par-recompute reports the forward
-// FLOPs it adds.
+// pipeline split balances stages by it (and by bytes), par-recompute
+// reports the forward FLOPs it adds (and the bytes it no longer saves).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,10 @@ namespace mlir::par {
 /// per multiply-accumulate); one per result element otherwise (dynamic
 /// sizes count as 1).
 double getOpFlops(Operation *op);
+
+/// Bytes of a tensor of static shape (elements x element bytes, at least
+/// one byte per element); 0 for anything else.
+int64_t getTensorBytes(Type t);
 
 } // namespace mlir::par
 
