@@ -251,6 +251,17 @@ struct AutodiffPass : public mlir::par::impl::AutodiffBase<AutodiffPass> {
       op.getResult().replaceAllUsesWith(op.getLoss());
       op->erase();
     });
+    // An adjoint generic lists its forward op's operands whether its body
+    // reads them or not; the ones it does not read go, so that a forward
+    // value is kept for the backward only when the backward reads it (the
+    // memory plan, par-recompute and par-sink-reductions see true uses).
+    {
+      RewritePatternSet patterns(fn.getContext());
+      linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+      if (failed(applyPatternsGreedily(grad, std::move(patterns))))
+        return grad.emitOpError("could not drop the backward's unread "
+                                "operands");
+    }
     // The link every consumer follows (par-optimizer, the pipeline's stage
     // table): the name is for readers only.
     fn->setAttr(ParDialect::kGradAttrName, FlatSymbolRefAttr::get(grad));

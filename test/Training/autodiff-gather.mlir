@@ -11,15 +11,13 @@
 // CHECK-LABEL: func.func @gather_grad(
 // CHECK-SAME:    -> (tensor<f32>, tensor<5x4xf32>)
 // CHECK:         %[[Z:.*]] = linalg.fill {{.*}} -> tensor<5x4xf32>
-// CHECK:         %[[DW:.*]] = linalg.generic {indexing_maps = [#[[TOK]], #[[DY]], #[[DY]], #[[TAB]]], iterator_types = ["reduction", "reduction", "parallel", "parallel"]}
+// CHECK:         %[[DW:.*]] = linalg.generic {indexing_maps = [#[[TOK]], #[[DY]], #[[TAB]]], iterator_types = ["reduction", "reduction", "parallel", "parallel"]}
 // CHECK-SAME:        outs(%[[Z]] : tensor<5x4xf32>)
-// CHECK:         ^bb0(%[[T:.*]]: i64, %{{.*}}: f32, %[[G:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK:         ^bb0(%[[T:.*]]: i64, %[[G:.*]]: f32, %[[ACC:.*]]: f32):
 // CHECK:           %[[ROW:.*]] = arith.index_cast %[[T]] : i64 to index
-// CHECK:           tensor.extract %{{.*}}[%[[ROW]], %{{.*}}]
-// CHECK:           %[[C:.*]] = arith.mulf %[[G]], %{{.*}} : f32
 // CHECK:           %[[V:.*]] = linalg.index 3 : index
 // CHECK:           %[[HIT:.*]] = arith.cmpi eq, %[[V]], %[[ROW]] : index
-// CHECK:           %[[SEL:.*]] = arith.select %[[HIT]], %[[C]], %{{.*}} : f32
+// CHECK:           %[[SEL:.*]] = arith.select %[[HIT]], %[[G]], %{{.*}} : f32
 // CHECK:           %[[SUM:.*]] = arith.addf %[[ACC]], %[[SEL]] : f32
 // CHECK:           linalg.yield %[[SUM]] : f32
 // CHECK:         return %{{.*}}, %[[DW]] : tensor<f32>, tensor<5x4xf32>
@@ -62,11 +60,11 @@ func.func @gather(%tokens: tensor<2x3xi64>, %wte: tensor<5x4xf32> {par.param}) -
 // CHECK-DAG: #[[ID3:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[DIAG:.*]] = affine_map<(d0, d1, d2) -> (d2, d0)>
 // CHECK-LABEL: func.func @loops_grad(
-// CHECK:         %[[DX:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ID]], #[[ID]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
-// CHECK:         %[[DW1:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ID]], #[[ID]], #[[TR]]], iterator_types = ["parallel", "parallel"]}
+// CHECK:         %[[DX:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ID]]], iterator_types = ["parallel", "parallel"]}  ins(%{{[0-9]+}} :
+// CHECK:         %[[DW1:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ID]], #[[TR]]], iterator_types = ["parallel", "parallel"]}
 // CHECK-NOT:       arith.cmpi
 // CHECK:         } -> tensor<3x2xf32>
-// CHECK:         %[[DW2:.*]] = linalg.generic {indexing_maps = [#[[ID3]], #[[ID3]], #[[ID3]], #[[DIAG]]], iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK:         %[[DW2:.*]] = linalg.generic {indexing_maps = [#[[ID3]], #[[DIAG]]], iterator_types = ["parallel", "reduction", "parallel"]}
 // CHECK:           %[[I:.*]] = linalg.index 0 : index
 // CHECK:           %[[K:.*]] = linalg.index 2 : index
 // CHECK:           arith.cmpi eq, %[[K]], %[[I]] : index

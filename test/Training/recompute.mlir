@@ -70,10 +70,10 @@
 // about one forward, a third of a step).
 // REPORT:      par-recompute: @block_grad recompute=full: 1 layers, 1 attention cores
 // REPORT-NEXT:   layer 0: 11 ops, 1 attention core(s), input tensor<4x8xf32>
-// REPORT-NEXT:   recomputed: 10 ops; the backward no longer reads 9 forward values (1024 bytes unsharded)
-// REPORT-NEXT:   extra forward FLOPs: 2656 = 93.2% of the forward's 2850: +31.1% of a step (3 forwards), +16.8% of the gradient function's 1.585e+04
+// REPORT-NEXT:   recomputed: 9 ops; the backward no longer reads 6 forward values (704 bytes unsharded)
+// REPORT-NEXT:   extra forward FLOPs: 2624 = 92.1% of the forward's 2850: +30.7% of a step (3 forwards), +32.4% of the gradient function's 8092
 // SELREPORT:      par-recompute: @block_grad recompute=selective: 1 layers, 1 attention cores
-// SELREPORT:        recomputed: 3 ops; the backward no longer reads 2 forward values (128 bytes unsharded)
+// SELREPORT:        recomputed: 3 ops; the backward no longer reads 1 forward values (64 bytes unsharded)
 // SELREPORT-NEXT:   extra forward FLOPs: 288 = 10.1% of the forward's 2850: +3.4% of a step (3 forwards)
 
 #id2 = affine_map<(i, j) -> (i, j)>

@@ -2,7 +2,8 @@
 a forward returning logits (no scalar loss), a data-dependent shape, an op
 torch-mlir leaves in its own dialect (torch.sort -> tm_tensor.sort), an op
 par cannot differentiate (atan2), dropout in training mode, a frozen
-parameter."""
+parameter, attention with dropout_p > 0, torch.randn_like, top-k routing
+(torch.topk sorts)."""
 import torch, torch.nn as nn
 class Logits(nn.Module):
     def __init__(s): super().__init__(); s.fc = nn.Linear(16, 4)
