@@ -414,6 +414,9 @@ void mlir::par::buildLowerCPUPhase(OpPassManager &pm, bool outlineKernels,
     outline.report = report;
     pm.addPass(createOutlineKernels(outline));
   }
+  // Embedding gradients (one-hot row accumulations) as scatter-adds: rows
+  // x fewer iterations, the same bits.
+  pm.addPass(createOneHotToScatter());
   // The remaining linalg ops to loops; the big ones' outer parallel loops
   // and the fused chains' foralls shared by the rank's threads (OpenMP,
   // OMP_NUM_THREADS: par-run --threads).

@@ -398,7 +398,17 @@ void PipelineRun::printHeader() {
   if (rank != 0)
     return;
   const Function &f0 = stages[0].fwd;
-  const Tensor &tok = f0.inputs[0];
+  // The batch comes from the data: the token input (parameters come first
+  // in an imported model's stage functions), else an integer input, else
+  // the first one.
+  const Tensor *data = nullptr;
+  for (const Tensor &t : f0.inputs)
+    if (t.role == "tokens" && !data)
+      data = &t;
+  for (const Tensor &t : f0.inputs)
+    if (!t.isFloat && !data)
+      data = &t;
+  const Tensor &tok = data ? *data : f0.inputs[0];
   int64_t dp = 1;
   for (size_t a = 0; a < f0.axisSizes.size(); ++a)
     for (const std::vector<int64_t> &axes : tok.dims)

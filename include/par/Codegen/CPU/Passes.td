@@ -89,6 +89,26 @@ def FastMath : Pass<"par-fast-math", "ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def OneHotToScatter : Pass<"par-one-hot-to-scatter", "ModuleOp"> {
+  let summary = "Writes one-hot row accumulations (embedding gradients) as scatter-adds";
+  let description = [{
+    par-autodiff writes a gather's adjoint (an embedding table's gradient)
+    as a one-hot accumulation: a generic with a parallel loop r over the
+    table's rows that adds `v` to `out[r, ...]` where `linalg.index r`
+    equals the token, costing rows x (batch x sequence x width)
+    iterations. On buffers, this pass drops the loop r and adds `v` to the
+    one row the comparison selects, if it is in range: batch x sequence x
+    width iterations, the same additions in the same order (bit-identical
+    results). Matched: a generic on buffers with one output, a parallel
+    loop r read once by `arith.cmpi eq` against an r-free value, whose one
+    use is `select(cmp, v, 0)` added to the output and yielded, and no
+    input indexed by r. Runs before par-parallelize-loops.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def ParallelizeLoops : Pass<"par-parallelize-loops", "ModuleOp"> {
   let summary = "Lowers linalg on buffers to loops, the big ones parallel";
   let description = [{

@@ -1,0 +1,77 @@
+// RUN: par-opt %s --par-one-hot-to-scatter -split-input-file | FileCheck %s
+
+// Tests that an embedding's gradient (par-autodiff's one-hot accumulation
+// over the table's rows, loop d2 here) becomes a scatter-add: the loops
+// other than the row loop in their order, the token computed once per
+// (b, s, d), and one guarded read-add-write of the selected row.
+// CHECK-LABEL: func.func @embedding_grad(
+// CHECK-SAME:    %[[TOK:.*]]: memref<2x3xi64>, %[[DY:.*]]: memref<2x3x4xf32>, %[[DW:.*]]: memref<5x4xf32>)
+// CHECK-NOT:     linalg.generic
+// CHECK:         scf.for %[[B:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:           scf.for %[[S:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:             scf.for %[[D:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:               %[[T:.*]] = memref.load %[[TOK]][%[[B]], %[[S]]]
+// CHECK:               %[[G:.*]] = memref.load %[[DY]][%[[B]], %[[S]], %[[D]]]
+// CHECK:               %[[ROW:.*]] = arith.index_cast %[[T]] : i64 to index
+// CHECK:               %[[LT:.*]] = arith.cmpi slt, %[[ROW]], %{{.*}} : index
+// CHECK:               %[[GE:.*]] = arith.cmpi sge, %[[ROW]], %{{.*}} : index
+// CHECK:               %[[IN:.*]] = arith.andi %[[GE]], %[[LT]] : i1
+// CHECK:               scf.if %[[IN]] {
+// CHECK:                 %[[OLD:.*]] = memref.load %[[DW]][%[[ROW]], %[[D]]]
+// CHECK:                 %[[NEW:.*]] = arith.addf %[[OLD]], %[[G]] : f32
+// CHECK:                 memref.store %[[NEW]], %[[DW]][%[[ROW]], %[[D]]]
+#tok = affine_map<(b, s, d, r) -> (b, s)>
+#dy = affine_map<(b, s, d, r) -> (b, s, d)>
+#tab = affine_map<(b, s, d, r) -> (r, d)>
+func.func @embedding_grad(%tok: memref<2x3xi64>, %dy: memref<2x3x4xf32>, %dw: memref<5x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#tok, #dy, #tab], iterator_types = ["reduction", "reduction", "parallel", "parallel"]}
+      ins(%tok, %dy : memref<2x3xi64>, memref<2x3x4xf32>) outs(%dw : memref<5x4xf32>) {
+  ^bb0(%t: i64, %g: f32, %acc: f32):
+    %row = arith.index_cast %t : i64 to index
+    %r = linalg.index 3 : index
+    %hit = arith.cmpi eq, %r, %row : index
+    %sel = arith.select %hit, %g, %zero : f32
+    %sum = arith.addf %acc, %sel : f32
+    linalg.yield %sum : f32
+  }
+  return
+}
+
+// -----
+
+// Tests what stays a one-hot loop: an input indexed by the row loop (the
+// row's value is read at every row), and a select whose other value is
+// not zero (every row receives something).
+// CHECK-LABEL: func.func @not_a_scatter(
+// CHECK:         linalg.generic
+// CHECK:         linalg.generic
+// CHECK-NOT:     scf.if
+#tok = affine_map<(b, r) -> (b)>
+#row = affine_map<(b, r) -> (r)>
+#out = affine_map<(b, r) -> (r)>
+func.func @not_a_scatter(%tok: memref<3xi64>, %w: memref<5xf32>, %out: memref<5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.generic {indexing_maps = [#tok, #row, #out], iterator_types = ["reduction", "parallel"]}
+      ins(%tok, %w : memref<3xi64>, memref<5xf32>) outs(%out : memref<5xf32>) {
+  ^bb0(%t: i64, %x: f32, %acc: f32):
+    %row = arith.index_cast %t : i64 to index
+    %r = linalg.index 1 : index
+    %hit = arith.cmpi eq, %r, %row : index
+    %sel = arith.select %hit, %x, %zero : f32
+    %sum = arith.addf %acc, %sel : f32
+    linalg.yield %sum : f32
+  }
+  linalg.generic {indexing_maps = [#tok, #out], iterator_types = ["reduction", "parallel"]}
+      ins(%tok : memref<3xi64>) outs(%out : memref<5xf32>) {
+  ^bb0(%t: i64, %acc: f32):
+    %row = arith.index_cast %t : i64 to index
+    %r = linalg.index 1 : index
+    %hit = arith.cmpi eq, %r, %row : index
+    %sel = arith.select %hit, %one, %one : f32
+    %sum = arith.addf %acc, %sel : f32
+    linalg.yield %sum : f32
+  }
+  return
+}
