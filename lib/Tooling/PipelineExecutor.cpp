@@ -789,12 +789,13 @@ void PipelineRun::reportMemoryPlans() {
              toolName().c_str(), (long long)r, mp.missing.c_str());
       continue;
     }
-    printf("%s: memory plan of pipeline rank %lld (%s): peak %s in %s = "
+    printf("%s: memory plan of pipeline rank %lld (%s): peak %s (%lld "
+           "bytes) in %s = "
            "stage state %s + in flight %s (%lld stage inputs %s) + the "
            "action's own %s; most in flight %s (%lld stage inputs)\n",
            toolName().c_str(), (long long)r,
            pipe.schedule ? pipe.schedule : "?", formatMiB(mp.peak).c_str(),
-           mp.at.c_str(), formatMiB(mp.stageState).c_str(),
+           (long long)mp.peak, mp.at.c_str(), formatMiB(mp.stageState).c_str(),
            formatMiB(mp.held.total()).c_str(),
            (long long)mp.held.stashedCount,
            formatMiB(mp.held.stashed).c_str(), formatMiB(mp.call).c_str(),
