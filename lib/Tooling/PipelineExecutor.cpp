@@ -9,8 +9,10 @@
 // Residency: parameters, optimizer and loss-scale state, compression
 // buffers, activations, stashed stage inputs and gradients live in session
 // buffers (device memory for a GPU program; host memory for a CPU one, the
-// same path), transfers send and receive them in place, and the update's
-// results replace the parameters and state by swapping buffers. What
+// same path; which is held when is PipelineBuffers, PipelineMemory.h, whose
+// simulation predicts the peak), transfers send and receive them in
+// place, and the update's results replace the parameters and state by
+// swapping buffers. What
 // crosses to the host each step: the data arguments (in, per call), the
 // last stage's loss (out, per micro-batch), loss scaling's scale and
 // finite flag (one element each), and the parameter gradients of each
@@ -45,7 +47,6 @@
 #include <cstring>
 #include <deque>
 #include <functional>
-#include <list>
 #include <optional>
 #include <set>
 
@@ -137,8 +138,6 @@ public:
   int64_t predictedMemory() const override { return memoryPlanOf(me).peak; }
 
 private:
-  using Key = std::pair<int64_t, int64_t>; // (micro-batch, stage)
-
   void loadSchedule();
   std::string stepName() const;
   void loadStages();
