@@ -18,9 +18,16 @@ precision (precision=bf16: f32 master weights), 2 steps per run:
   * ZeRO: the model state per rank (parameters + gradients + optimizer
     state, from zero=3's report) against (2+2+12)Psi/N_d, and the
     data-parallel bytes per step of zero=3 against zero=1's on a dp-only
-    mesh (8 x 1), from par-run's byte counts (target 1.5x).
+    mesh (8 x 1), from par-run's byte counts (target 1.5x);
+  * pipelines (first dtype): dp=2 x tp=2 x pp=2, 2 stages, GPipe and 1F1B
+    with 4 and 8 micro-batches of --pp-batch sequences: par-run's predicted
+    peak (the simulation of the rank's actions over the stage functions'
+    plans, PipelineMemory.h) against the measured one, and the stage inputs
+    each pipeline rank holds at once against the schedule's formula
+    (RationalePipeline.md: GPipe m, 1F1B min(p - r, m)).
 
 Usage: bench/bench_memory.py [--build build] [--quick] [--configs a,b]
+                             [--pipelines yes|no|only] [--pp-batch N]
 Prints one table per dtype; the numbers in bench/README.md come from it.
 """
 
@@ -93,17 +100,41 @@ class Bench:
         self.bin = os.path.join(os.path.abspath(args.build), "bin")
         self.corpus = os.path.join(ROOT, "test", "Inputs", "corpus.txt")
 
-    def model(self, layers, dp, tp):
-        path = os.path.join(self.tmp, "gpt-L%d-%dx%d.mlir" % (layers, dp, tp))
+    def model(self, layers, dp, tp, pp=1, batch=None):
+        batch = batch or self.args.batch
+        path = os.path.join(self.tmp, "gpt-L%d-%dx%dx%d-b%d.mlir" % (
+            layers, dp, tp, pp, batch))
         if not os.path.exists(path):
             a = self.args
             run([sys.executable, os.path.join(ROOT, "examples",
                                               "gen_transformer.py"),
-                 "--gpt", "--layers", str(layers), "--batch", str(a.batch),
+                 "--gpt", "--layers", str(layers), "--batch", str(batch),
                  "--seq", str(a.seq), "--dmodel", str(a.dmodel), "--heads",
                  str(a.heads), "--vocab", "96", "--dp", str(dp), "--tp",
-                 str(tp), "-o", path])
+                 str(tp), "--pp", str(pp), "-o", path])
         return path
+
+    def pipeline(self, schedule, m):
+        """A pipelined GPT (dp=2 x tp=2 x pp=2) trained for --steps: the
+        memory line and every pipeline rank's plan."""
+        a = self.args
+        out = os.path.join(self.tmp, "pp-%s-m%d" % (schedule, m))
+        run([os.path.join(self.bin, "par-compile"),
+             self.model(a.layers, 2, 2, 2, a.pp_batch), "-o", out,
+             "--no-reference", "--options=optimizer=adamw lr=0.001 stages=2 "
+             "schedule=%s micro-batches=%d" % (schedule, m)])
+        text = run([os.path.join(self.bin, "par-run"), "-n", "8", out,
+                    "--pipeline", "--data", self.corpus, "--steps",
+                    str(a.steps)])
+        line = re.search(r"memory \(rank (\d+)\): predicted ([0-9.]+) MiB, "
+                         r"measured peak ([0-9.]+) MiB", text)
+        plans = re.findall(r"memory plan of pipeline rank (\d+) \(\w+\): "
+                           r"peak ([0-9.]+) MiB \(\d+ bytes\) in (\S+) = "
+                           r".*?in flight ([0-9.]+) MiB .*most in flight "
+                           r"([0-9.]+) MiB \((\d+) stage inputs\)", text)
+        return (float(line.group(2)), float(line.group(3)),
+                [(int(r), float(pk), at, float(held), float(most), int(n))
+                 for r, pk, at, held, most, n in plans])
 
     def compile(self, name, layers, mesh, options, dtype):
         opts = "optimizer=adamw lr=0.001 " + options
@@ -155,6 +186,12 @@ def main():
     p.add_argument("--dtypes", default="f32,bf16")
     p.add_argument("--configs", default="",
                    help="comma-separated names (default: all)")
+    p.add_argument("--pp-batch", type=int, default=4,
+                   help="pipelines: sequences per micro-batch (global)")
+    p.add_argument("--pipelines", default="yes",
+                   choices=["yes", "no", "only"],
+                   help="the pipelined configurations: run them, skip them, "
+                   "or run only them")
     p.add_argument("--quick", action="store_true",
                    help="L=2, d=128, S=64: a smoke run of the script")
     args = p.parse_args()
@@ -162,6 +199,8 @@ def main():
         args.layers, args.dmodel, args.seq = 2, 128, 64
     wanted = set(args.configs.split(",")) if args.configs else None
     configs = [c for c in CONFIGS if not wanted or c[0] in wanted]
+    if args.pipelines == "only":
+        configs = []
     worst = 0.0
     with tempfile.TemporaryDirectory(prefix="par-bench-memory-") as tmp:
         b = Bench(args, tmp)
@@ -169,6 +208,11 @@ def main():
             print("\n== %s: GPT L=%d d=%d S=%d B=%d, 8 ranks ==" % (
                 dtype, args.layers, args.dmodel, args.seq, args.batch))
             rows, base_time, acts = [], None, {}
+            first = dtype == args.dtypes.split(",")[0]
+            if args.pipelines == "only":
+                if first:
+                    worst = max(worst, pipeline_rows(b, args))
+                continue
             for name, mesh, options in configs:
                 try:
                     art, step = b.compile(name, args.layers, mesh, options,
@@ -204,9 +248,43 @@ def main():
                 table(layer_rows, ["config", "par MiB", "formula MiB",
                                    "ratio"])
             zero_rows(b, args, dtype)
+            if first and args.pipelines == "yes":
+                worst = max(worst, pipeline_rows(b, args))
     print("\nworst predicted-vs-measured error: %.2f%% (target 10%%)" %
           (100 * worst))
     return 0 if worst <= 0.10 else 1
+
+
+def pipeline_rows(b, args):
+    """GPipe and 1F1B, 4 and 8 micro-batches, on pp=2: predicted (the
+    largest rank's) vs measured, and per pipeline rank the plan's peak, where
+    it falls and the stage inputs held at once (vs the schedule's formula).
+    Returns the worst relative error."""
+    worst, rows, p = 0.0, [], 2
+    for schedule in ("gpipe", "1f1b"):
+        for m in (4, 8):
+            try:
+                pred, meas, plans = b.pipeline(schedule, m)
+            except RuntimeError as e:
+                rows.append(["%s m=%d" % (schedule, m), "-", "-", "-",
+                             "not run: " + str(e).splitlines()[-1][:60]])
+                continue
+            err = abs(pred - meas) / meas
+            worst = max(worst, err)
+            ranks = []
+            for r, peak, at, held, most, n in plans:
+                want = m if schedule == "gpipe" else min(p - r, m)
+                ranks.append("r%d %.2f in %s, %d inputs (formula %d%s)" % (
+                    r, peak, at, n, want, "" if n == want else " MISMATCH"))
+            rows.append(["%s m=%d" % (schedule, m), "%.2f" % pred,
+                         "%.2f" % meas, "%.2f%%" % (100 * err),
+                         "; ".join(ranks)])
+    print("\npipelines: dp=2 x tp=2 x pp=2, 2 stages, micro-batch %d "
+          "sequences, AdamW:" % args.pp_batch)
+    table(rows, ["schedule", "predicted MiB", "measured MiB", "error",
+                 "per pipeline rank: plan peak MiB, where, stage inputs "
+                 "held at once"])
+    return worst
 
 
 def per_layer(b, args, dtype, acts):

@@ -27,6 +27,7 @@ namespace {
 struct LimitContext {
   par_function_t *fn = nullptr;
   int64_t rank = 0;
+  int64_t predicted = -1;
 };
 
 LimitContext &limitContext() {
@@ -47,18 +48,15 @@ void outOfMemory(int64_t bytes, int64_t live, int64_t limit, void *) {
   LimitContext &c = limitContext();
   const char *scope = par_rt_memory_scope();
   std::string types = plannedTypes(c.fn, bytes);
-  par_memory_plan_t plan{};
-  bool planned = c.fn && par_function_memory_plan(c.fn, &plan) == PAR_OK &&
-                 plan.peak_bytes > 0;
   fprintf(stderr,
           "par-run: error: out of memory (rank %lld): '%s' allocating %lld "
           "bytes%s%s%s with %s of the %s limit in use; ",
           (long long)c.rank, scope ? scope : "?", (long long)bytes,
           types.empty() ? "" : " (", types.c_str(), types.empty() ? "" : ")",
           formatMiB(live).c_str(), formatMiB(limit).c_str());
-  if (planned)
+  if (c.predicted > 0)
     fprintf(stderr, "the memory plan predicts a peak of %s per rank\n",
-            formatMiB(plan.peak_bytes).c_str());
+            formatMiB(c.predicted).c_str());
   else
     fprintf(stderr, "the artifact has no memory plan\n");
   fflush(stderr);
@@ -70,7 +68,12 @@ void outOfMemory(int64_t bytes, int64_t live, int64_t limit, void *) {
 void setMemoryLimit(int64_t limitBytes, par_function_t *fn, int64_t rank) {
   limitContext().fn = fn;
   limitContext().rank = rank;
+  limitContext().predicted = predictedPeak(fn);
   par_rt_memory_set_limit(limitBytes, outOfMemory, nullptr);
+}
+
+void setMemoryPrediction(int64_t predictedBytes) {
+  limitContext().predicted = predictedBytes;
 }
 
 void reportMemory(par_rt_context_t *ctx, int64_t predicted) {

@@ -9,8 +9,10 @@
 // Residency: parameters, optimizer and loss-scale state, compression
 // buffers, activations, stashed stage inputs and gradients live in session
 // buffers (device memory for a GPU program; host memory for a CPU one, the
-// same path), transfers send and receive them in place, and the update's
-// results replace the parameters and state by swapping buffers. What
+// same path; which is held when is PipelineBuffers, PipelineMemory.h, whose
+// simulation predicts the peak), transfers send and receive them in
+// place, and the update's results replace the parameters and state by
+// swapping buffers. What
 // crosses to the host each step: the data arguments (in, per call), the
 // last stage's loss (out, per micro-batch), loss scaling's scale and
 // finite flag (one element each), and the parameter gradients of each
@@ -32,7 +34,9 @@
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Faults.h"
 #include "par/Tooling/Finite.h"
+#include "par/Tooling/MemoryReport.h"
 #include "par/Tooling/Npy.h"
+#include "par/Tooling/PipelineMemory.h"
 #include "par/Tooling/TrainDriver.h"
 #include "par/Tooling/Traffic.h"
 #include "par/Tooling/TrainState.h"
@@ -43,7 +47,6 @@
 #include <cstring>
 #include <deque>
 #include <functional>
-#include <list>
 #include <optional>
 #include <set>
 
@@ -106,11 +109,6 @@ const char *categoryOf(pl::Op op) {
   }
 }
 
-std::string mbStage(const char *what, const pl::Action &a) {
-  return std::string(what) + "(mb=" + std::to_string(a.mb) +
-         ",s=" + std::to_string(a.stage) + ")";
-}
-
 /// The pipelined step executor (TrainDriver.h): a step is this rank's
 /// actions, then its stages' updates.
 class PipelineRun : public StepExecutor {
@@ -137,10 +135,9 @@ public:
   void writeResults() override;
   int verify(const std::vector<double> &losses) override;
   void sample() override;
+  int64_t predictedMemory() const override { return memoryPlanOf(me).peak; }
 
 private:
-  using Key = std::pair<int64_t, int64_t>; // (micro-batch, stage)
-
   void loadSchedule();
   std::string stepName() const;
   void loadStages();
@@ -151,19 +148,27 @@ private:
                      const SessionBuffer *x, const SessionBuffer *dy);
   Buffer dataArg(const Function &fs, size_t j, int64_t orig, int64_t s,
                  int64_t step, int64_t mb);
-  SessionBuffer takeOutputGradient(const pl::Action &a, const char *what);
-  SessionBuffer unstash(const pl::Action &a);
-  std::vector<SessionBuffer> callBackward(const Function &fn,
-                                          const pl::Action &a, int64_t step,
-                                          const SessionBuffer &x,
-                                          const SessionBuffer &dy);
   void accumulate(StageProgram &st, const Function &fn,
                   const std::vector<SessionBuffer> &outs);
-  void runForward(const pl::Action &a, int64_t step);
-  void runBackward(const pl::Action &a, int64_t step);
-  void runBackwardInput(const pl::Action &a, int64_t step);
-  void runBackwardWeight(const pl::Action &a, int64_t step);
-  void runTransfer(const pl::Action &a);
+  // The PipelineBuffers backend (PipelineMemory.h): the retention rules
+  // call these.
+  friend class PipelineBuffers<PipelineRun>;
+  using Buf = SessionBuffer;
+  std::vector<SessionBuffer> call(StageCall c, const pl::Action &a,
+                                  const SessionBuffer *x,
+                                  const SessionBuffer *dy);
+  void loss(const SessionBuffer &out);
+  void accumulate(StageCall c, int64_t stage,
+                  const std::vector<SessionBuffer> &outs);
+  size_t numParams(int64_t stage) const {
+    return stages[stage].paramArgs.size();
+  }
+  SessionBuffer receive(const pl::Action &a);
+  void send(const pl::Action &a, const SessionBuffer &b);
+  void waitSends();
+  /// The memory prediction of pipeline rank r's step (PipelineMemory.h).
+  PipelineMemoryPlan memoryPlanOf(int64_t r) const;
+  void reportMemoryPlans();
   void runUpdates();
   void sumTiedGradients();
   // Parameters several stages take: (split-function argument, [(stage,
@@ -219,8 +224,9 @@ private:
   std::vector<std::vector<std::string>> stateKeys;
   std::map<std::string, int64_t> keyOwner;
   Function stepFn; // the unpipelined step (the keys are its arguments)
-  std::map<Key, SessionBuffer> acts, grads, stash, dyStash;
-  std::list<SessionBuffer> inFlight; // buffers of unfinished sends
+  // What the actions hold between them (made in prepare).
+  std::optional<PipelineBuffers<PipelineRun>> buffers;
+  int64_t currentStep = 0;
   double lossSum = 0;
   // Loss scaling: every stage update carries the scale state (identical on
   // all ranks: the decision is global); the first local stage's is read.
@@ -228,7 +234,6 @@ private:
   bool lastTaken = true;
   double nextScale = NAN;
   double stepScale = NAN; // the scale this step runs with
-  size_t peakStash = 0, peakStashBytes = 0, stashBytes = 0;
   TraceRecorder trace;
 };
 
@@ -502,20 +507,6 @@ CallArgs PipelineRun::stageArgs(int64_t s, int64_t step, int64_t mb,
   return args;
 }
 
-/// The gradient of stage a.stage's output for a.mb (none for the last
-/// stage).
-SessionBuffer PipelineRun::takeOutputGradient(const pl::Action &a,
-                                             const char *what) {
-  if (a.stage + 1 >= S)
-    return SessionBuffer();
-  auto it = grads.find({a.mb, a.stage + 1});
-  if (it == grads.end())
-    fatal("pipeline: " + mbStage(what, a) + " has no output gradient");
-  SessionBuffer dy = std::move(it->second);
-  grads.erase(it);
-  return dy;
-}
-
 /// sum[i] += x[i] for `count` elements of `dtype`, on the host.
 static void addInto(par_dtype_t dtype, char *sum, const char *x,
                     int64_t count) {
@@ -535,108 +526,52 @@ void PipelineRun::accumulate(StageProgram &st, const Function &fn,
   }
 }
 
-void PipelineRun::runForward(const pl::Action &a, int64_t step) {
-  Key key{a.mb, a.stage};
-  SessionBuffer x;
-  if (a.stage > 0) {
-    auto it = acts.find(key);
-    if (it == acts.end())
-      fatal("pipeline: " + mbStage("F", a) + " has no input activation");
-    x = std::move(it->second);
-    acts.erase(it);
-  }
+/// Stage a.stage's function `c` on x (the stage input; none for stage 0)
+/// and dy (the output gradient; null for the last stage), for a.mb of the
+/// current step.
+std::vector<SessionBuffer> PipelineRun::call(StageCall c, const pl::Action &a,
+                                             const SessionBuffer *x,
+                                             const SessionBuffer *dy) {
   StageProgram &st = stages[a.stage];
-  std::vector<SessionBuffer> outs =
-      st.fwd.callBuffers(stageArgs(a.stage, step, a.mb, &x, nullptr).ptrs);
-  if (a.stage + 1 == S) {
-    const Tensor &loss = stages[S - 1].fwd.outputs[0];
-    lossSum += outs[0].scalar(loss.dtype);
-  } else {
-    acts[{a.mb, a.stage + 1}] = std::move(outs[0]);
-  }
-  stashBytes += x.bytes();
-  stash[key] = std::move(x);
-  peakStash = std::max(peakStash, stash.size());
-  peakStashBytes = std::max(peakStashBytes, stashBytes);
+  const Function &fn = c == StageCall::Forward    ? st.fwd
+                       : c == StageCall::Backward ? st.grad
+                       : c == StageCall::InputGrad ? st.gradInput
+                                                   : st.gradWeight;
+  return fn.callBuffers(stageArgs(a.stage, currentStep, a.mb, x, dy).ptrs);
 }
 
-/// Takes stage input (a.mb, a.stage) out of the stash.
-SessionBuffer PipelineRun::unstash(const pl::Action &a) {
-  Key key{a.mb, a.stage};
-  SessionBuffer x = std::move(stash[key]);
-  stashBytes -= x.bytes();
-  stash.erase(key);
-  return x;
+void PipelineRun::loss(const SessionBuffer &out) {
+  lossSum += out.scalar(stages[S - 1].fwd.outputs[0].dtype);
 }
 
-/// Calls a backward function `fn` of a.stage on stage input x and (but for
-/// the last stage) output gradient dy.
-std::vector<SessionBuffer>
-PipelineRun::callBackward(const Function &fn, const pl::Action &a,
-                          int64_t step, const SessionBuffer &x,
-                          const SessionBuffer &dy) {
-  const SessionBuffer *dyArg = a.stage + 1 < S ? &dy : nullptr;
-  return fn.callBuffers(stageArgs(a.stage, step, a.mb, &x, dyArg).ptrs);
-}
-
-void PipelineRun::runBackward(const pl::Action &a, int64_t step) {
-  StageProgram &st = stages[a.stage];
-  SessionBuffer x = unstash(a);
-  SessionBuffer dy = takeOutputGradient(a, "B");
-  std::vector<SessionBuffer> outs = callBackward(st.grad, a, step, x, dy);
-  accumulate(st, st.grad, outs);
-  if (a.stage > 0)
-    grads[{a.mb, a.stage}] = std::move(outs[1 + st.paramArgs.size()]);
-}
-
-/// The input's gradient now (the stage before waits for it); the stage
-/// input and dy stay for BW.
-void PipelineRun::runBackwardInput(const pl::Action &a, int64_t step) {
-  Key key{a.mb, a.stage};
-  StageProgram &st = stages[a.stage];
-  SessionBuffer dy = takeOutputGradient(a, "BI");
-  if (a.stage > 0) {
-    std::vector<SessionBuffer> outs =
-        callBackward(st.gradInput, a, step, stash[key], dy);
-    grads[key] = std::move(outs[1]);
-  }
-  dyStash[key] = std::move(dy);
-}
-
-void PipelineRun::runBackwardWeight(const pl::Action &a, int64_t step) {
-  Key key{a.mb, a.stage};
-  StageProgram &st = stages[a.stage];
-  SessionBuffer x = unstash(a);
-  SessionBuffer dy = std::move(dyStash[key]);
-  dyStash.erase(key);
-  accumulate(st, st.gradWeight, callBackward(st.gradWeight, a, step, x, dy));
+void PipelineRun::accumulate(StageCall c, int64_t stage,
+                             const std::vector<SessionBuffer> &outs) {
+  StageProgram &st = stages[stage];
+  accumulate(st, c == StageCall::WeightGrad ? st.gradWeight : st.grad, outs);
 }
 
 /// act(mb, s) is stage s's input; grad(mb, s) its gradient: both have the
-/// layout of stage s's input argument. A send overlaps with what follows:
-/// its buffer stays in `inFlight` until the step's sends are completed.
-void PipelineRun::runTransfer(const pl::Action &a) {
-  Key key{a.mb, a.stage};
+/// layout of stage s's input argument, and are received in place (device
+/// memory for a GPU program).
+SessionBuffer PipelineRun::receive(const pl::Action &a) {
+  const Function &f = stages[a.stage].fwd;
+  const Tensor &t = f.inputs.back();
+  SessionBuffer buf = f.buffer(PAR_INPUT, f.inputs.size() - 1);
+  par_rt_k_recv((int64_t)(intptr_t)buf.data(), t.localCount, t.dtype,
+                axesCode, a.peer, a.op == pl::Op::RecvAct ? 0 : 1);
+  return buf;
+}
+
+void PipelineRun::send(const pl::Action &a, const SessionBuffer &b) {
   const Tensor &t = stages[a.stage].fwd.inputs.back();
-  bool isAct = a.op == pl::Op::SendAct || a.op == pl::Op::RecvAct;
-  std::map<Key, SessionBuffer> &pool = isAct ? acts : grads;
-  if (a.isRecv()) {
-    // Received in place (device memory for a GPU program).
-    SessionBuffer buf = stages[a.stage].fwd.buffer(
-        PAR_INPUT, stages[a.stage].fwd.inputs.size() - 1);
-    par_rt_k_recv((int64_t)(intptr_t)buf.data(), t.localCount, t.dtype,
-                  axesCode, a.peer, isAct ? 0 : 1);
-    pool[key] = std::move(buf);
-    return;
-  }
-  auto it = pool.find(key);
-  if (it == pool.end())
-    fatal("pipeline: nothing to send for " + pl::formatAction(a));
-  inFlight.push_back(std::move(it->second));
-  pool.erase(it);
-  checkRuntime(par_rt_send_async(ctx, inFlight.back().data(), t.localCount,
-                                 t.dtype, axesCode, a.peer, isAct ? 0 : 1),
+  checkRuntime(par_rt_send_async(ctx, b.data(), t.localCount, t.dtype,
+                                 axesCode, a.peer,
+                                 a.op == pl::Op::SendAct ? 0 : 1),
                ctx, "sending " + pl::formatAction(a));
+}
+
+void PipelineRun::waitSends() {
+  checkRuntime(par_rt_wait_sends(ctx), ctx, "completing sends");
 }
 
 /// Parameters that several stages take (an LM head tied to the token
@@ -779,6 +714,7 @@ double PipelineRun::lossScale() const {
 
 StepOutcome PipelineRun::step(int64_t step) {
   lossSum = 0;
+  currentStep = step;
   // Loss scaling: the scale the backward is seeded with and the log shows
   // (the state changes only in the update, at the end of the step).
   stepScale = scaling ? lossScale() : NAN;
@@ -788,13 +724,7 @@ StepOutcome PipelineRun::step(int64_t step) {
   double t0 = par_rt_now_seconds();
   for (const pl::Action &a : programs[me]) {
     double e0 = par_rt_now_seconds();
-    switch (a.op) {
-    case pl::Op::F: runForward(a, step); break;
-    case pl::Op::B: runBackward(a, step); break;
-    case pl::Op::BI: runBackwardInput(a, step); break;
-    case pl::Op::BW: runBackwardWeight(a, step); break;
-    default: runTransfer(a); break;
-    }
+    buffers->run(a);
     if (tracing) {
       pl::Action named = a;
       named.peer = -1; // trace names carry no peer
@@ -803,8 +733,7 @@ StepOutcome PipelineRun::step(int64_t step) {
       trace.addKernels(ctx, t0);
     }
   }
-  checkRuntime(par_rt_wait_sends(ctx), ctx, "completing sends");
-  inFlight.clear();
+  buffers->finishStep();
   double u0 = par_rt_now_seconds();
   runUpdates();
   if (tracing) {
@@ -825,7 +754,8 @@ StepOutcome PipelineRun::step(int64_t step) {
 /// Per pipeline rank: the most stage inputs held at once (activations in
 /// flight: recomputation keeps nothing else per micro-batch).
 void PipelineRun::reportStash() {
-  double mine[2] = {(double)peakStash, (double)peakStashBytes};
+  double mine[2] = {(double)buffers->peakStash,
+                    (double)buffers->peakStashBytes};
   std::vector<double> all(2 * world);
   checkRuntime(par_rt_gather_world(ctx, mine, sizeof(mine), all.data()), ctx,
                "gathering statistics");
@@ -842,6 +772,45 @@ void PipelineRun::reportStash() {
            all[2 * w + 1]);
   }
   printf("\n");
+}
+
+PipelineMemoryPlan PipelineRun::memoryPlanOf(int64_t r) const {
+  std::vector<PipelineStageFunctions> fns;
+  for (int64_t s = 0; s < S; ++s) {
+    const StageProgram &st = stages[s];
+    bool split = shape.splitBackward;
+    fns.push_back({&st.fwd, &st.grad, split && s > 0 ? &st.gradInput : nullptr,
+                   split ? &st.gradWeight : nullptr, &st.update});
+  }
+  return predictPipelineMemory(fns, programs[r], r, pipe.p);
+}
+
+/// Rank 0: each pipeline rank's predicted peak and what is live then (the
+/// same programs and functions on every rank of a pipeline rank).
+void PipelineRun::reportMemoryPlans() {
+  if (rank != 0)
+    return;
+  for (int64_t r = 0; r < pipe.p; ++r) {
+    PipelineMemoryPlan mp = memoryPlanOf(r);
+    if (mp.peak < 0) {
+      printf("%s: memory plan of pipeline rank %lld: none (%s has no "
+             "memory plan)\n",
+             toolName().c_str(), (long long)r, mp.missing.c_str());
+      continue;
+    }
+    printf("%s: memory plan of pipeline rank %lld (%s): peak %s (%lld "
+           "bytes) in %s = "
+           "stage state %s + in flight %s (%lld stage inputs %s) + the "
+           "action's own %s; most in flight %s (%lld stage inputs)\n",
+           toolName().c_str(), (long long)r,
+           pipe.schedule ? pipe.schedule : "?", formatMiB(mp.peak).c_str(),
+           (long long)mp.peak, mp.at.c_str(), formatMiB(mp.stageState).c_str(),
+           formatMiB(mp.held.total()).c_str(),
+           (long long)mp.held.stashedCount,
+           formatMiB(mp.held.stashed).c_str(), formatMiB(mp.call).c_str(),
+           formatMiB(mp.peakHeld).c_str(), (long long)mp.peakStashed);
+  }
+  fflush(stdout);
 }
 
 /// After training: the bytes per step by kernel and the compression of the
@@ -1138,6 +1107,7 @@ void PipelineRun::prepare() {
   loadStageWeights();
   for (int64_t s = me; s < S; s += pipe.p)
     initStage(s);
+  buffers.emplace(*this, S);
   if (!o.checkpoint.dir.empty() || !o.resume.empty() || o.verify)
     findStateKeys();
   const Function &u0 = stages[me].update;
@@ -1169,6 +1139,7 @@ std::string PipelineRun::title() const {
 /// compression, and the Chrome trace of the last step (one track per rank).
 void PipelineRun::report(int64_t stepsRun) {
   reportStash();
+  reportMemoryPlans();
   reportCompression(stepsRun);
   if (o.trace.empty())
     return;

@@ -21,6 +21,10 @@ namespace par::tooling {
 
 StepExecutor::~StepExecutor() = default;
 
+int64_t StepExecutor::predictedMemory() const {
+  return predictedPeak(memoryPlanFunction());
+}
+
 namespace {
 
 class TrainDriver {
@@ -80,6 +84,8 @@ int TrainDriver::run() {
   if (o.memoryLimit > 0)
     setMemoryLimit(o.memoryLimit, exec.memoryPlanFunction(), rank);
   exec.prepare();
+  if (o.memoryLimit > 0)
+    setMemoryPrediction(exec.predictedMemory());
   if (!o.resume.empty()) {
     exec.resume();
     // An export (no --steps), or a run whose checkpoint is at --steps
@@ -106,7 +112,7 @@ int TrainDriver::run() {
   std::vector<double> losses = log->losses();
   log.reset(); // the CSV is complete before anything else is reported
   exec.report(o.train.steps - plan.resumedStep);
-  reportMemory(ctx, predictedPeak(exec.memoryPlanFunction()));
+  reportMemory(ctx, exec.predictedMemory());
   // The limit models the job's devices; what follows (gathered results,
   // the unsharded reference of --verify) is the runner's checking.
   if (o.memoryLimit > 0)

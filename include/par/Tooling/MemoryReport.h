@@ -32,6 +32,10 @@ int64_t predictedPeak(par_function_t *fn);
 /// process (mpirun then ends the others).
 void setMemoryLimit(int64_t limitBytes, par_function_t *fn, int64_t rank);
 
+/// The predicted peak the limit's message names from now on (< 0: none;
+/// a pipelined run's, known once its stages are loaded).
+void setMemoryPrediction(int64_t predictedBytes);
+
 /// Rank 0 prints, once for the run, "par-run: memory (rank R): predicted P
 /// MiB, measured peak M MiB" for the rank R with the largest measured peak
 /// (`predicted` is that rank's plan; < 0: the artifact has none, printed

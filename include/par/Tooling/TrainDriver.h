@@ -82,6 +82,10 @@ public:
   /// The function whose memory plan predicts this rank's peak (null:
   /// none).
   virtual par_function_t *memoryPlanFunction() const { return nullptr; }
+  /// This rank's predicted peak in bytes (< 0: none): by default the plan
+  /// of memoryPlanFunction(); the pipelined executor simulates its
+  /// actions (PipelineMemory.h). Valid after prepare().
+  virtual int64_t predictedMemory() const;
 };
 
 /// Trains with `exec` as `plan` says; returns the exit status (1: a
