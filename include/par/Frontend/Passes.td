@@ -109,8 +109,11 @@ def RewriteRowGather : Pass<"par-rewrite-row-gather", "::mlir::func::FuncOp"> {
     whose body is `tensor.extract %logp[linalg.index 0, index_cast(%t)]`.
     A tensor read from above has no sharding rule but "replicated": a
     vocab-sharded `logp` would be all-gathered (B·S·V elements a step). When
-    the table is computed (not a function argument: embedding tables keep
-    their gather and its scatter-add adjoint), exactly one index is
+    the table is computed, or a function argument whose `par.sharding`
+    splits the gathered dimension (a vocabulary-parallel embedding table:
+    each rank sums its own rows, Megatron's masked lookup, and the split
+    sum is one all-reduce; other embedding tables keep their gather and its
+    scatter-add adjoint), exactly one index is
     data-dependent and the body yields the extracted value, the generic
     becomes a reduction over that table dimension: the table is an input,
     an iota over the dimension another, and the body sums
