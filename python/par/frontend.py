@@ -50,6 +50,7 @@ class ImportResult:
     # The derived tensor-parallel plan's roles (layer -> LayerRole), and
     # the plan used (the derived one, or tp_plan=).
     layer_roles: Dict[str, "LayerRole"] = field(default_factory=dict)
+    mesh: Dict[str, int] = field(default_factory=dict)
     tp_plan: Dict[str, str] = field(default_factory=dict)
 
 
@@ -111,6 +112,9 @@ class LayerRole:
     style: str
     why: str
     shape: tuple = ()
+    # What this layer costs over tp per step, Megatron's accounting:
+    # (description, elements of the all-reduced activation, global batch).
+    comm: List[tuple] = field(default_factory=list)
 
 
 def derive_tp_plan(module: nn.Module, tp: int, program=None,
@@ -415,6 +419,14 @@ def _derive_from_graph(module, tp, program, param_names, roles):
             forced.setdefault(L, why)
     # The plan.
     plan: Dict[str, str] = {}
+
+    def numel(node):
+        sh = _shape(node)
+        k = 1
+        for v in sh or ():
+            k *= int(v)
+        return k
+    shared_input: Dict[str, str] = {}
     seen_layers = {c[0]: c for c in calls.values()}
     for name, m, kind, layout, x in calls.values():
         shape = tuple(m.weight.shape)
@@ -422,8 +434,11 @@ def _derive_from_graph(module, tp, program, param_names, roles):
             if vocab is not None and m.num_embeddings == vocab:
                 if vocab % tp == 0:
                     plan[name] = "vocab"
+                    out = [c for c, v in calls.items() if v[0] == name][0]
                     roles[name] = LayerRole(name, kind, "vocab", "the token embedding: "
-                                            "Megatron's masked lookup, one all-reduce", shape)
+                                            "Megatron's masked lookup, one all-reduce", shape,
+                                            [("forward: all-reduce of the looked-up rows",
+                                              numel(out))])
                 else:
                     roles[name] = LayerRole(name, kind, "replicated",
                                             f"vocabulary {vocab} does not divide by tp={tp}",
@@ -437,7 +452,12 @@ def _derive_from_graph(module, tp, program, param_names, roles):
                 plan[name] = "colwise"
                 why = "the LM head: logits split over the vocabulary" + (
                     " (tied to the token embedding)" if id(m.weight) in tied else "")
-                roles[name] = LayerRole(name, kind, "vocab", why, shape)
+                roles[name] = LayerRole(name, kind, "vocab", why, shape,
+                                        [("backward: all-reduce of its input's gradient",
+                                          numel(x)),
+                                         ("the loss: all-reduces of one value per token "
+                                          "(max, sum of exponentials, target logit; 2 in "
+                                          "the backward)", 5 * numel(x) // _shape(x)[-1])])
             else:
                 roles[name] = LayerRole(name, kind, "replicated",
                                         f"the LM head; vocabulary {vocab} does not "
@@ -445,14 +465,25 @@ def _derive_from_graph(module, tp, program, param_names, roles):
             continue
         if name in rowwise:
             plan[name] = "rowwise"
+            out = [c for c, v in calls.items() if v[0] == name][-1]
+            if kind == "conv1d" and out.users:
+                out = next(iter(out.users))  # addmm's 2-d result viewed back
             roles[name] = LayerRole(name, kind, "rowwise", "consumes the split result of " +
-                                    ", ".join(sorted(rowwise[name])), shape)
+                                    ", ".join(sorted(rowwise[name])), shape,
+                                    [("forward: all-reduce of its output", numel(out))])
         elif name in colwise:
             plan[name] = "colwise"
             why = "reads the block input"
             if name in fused:
                 why += "; fused: " + fused[name]
-            roles[name] = LayerRole(name, kind, "colwise", why, shape)
+            key = x.name
+            if key in shared_input:
+                comm = [(f"backward: its input's gradient, summed with "
+                         f"{shared_input[key]}'s before the all-reduce", 0)]
+            else:
+                shared_input[key] = name
+                comm = [("backward: all-reduce of its input's gradient", numel(x))]
+            roles[name] = LayerRole(name, kind, "colwise", why, shape, comm)
         else:
             roles[name] = LayerRole(name, kind, "replicated",
                                     forced.get(name, "its output is not split"), shape)
@@ -993,7 +1024,77 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
     return ImportResult(mlir_path=output, weights_path=weights or None, func_name=name,
                         param_names=names, aliases=aliases, data_roles=roles,
                         shardings=shard, loss=loss, stages=stage_counts,
-                        layer_roles=layer_roles, tp_plan=dict(plan))
+                        layer_roles=layer_roles, tp_plan=dict(plan),
+                        mesh={"dp": dp, "tp": tp, "pp": pp})
+
+
+_COMM_LINE = re.compile(
+    r'^\s+par\.(\w+) axes=\[(.*?)\] n=(\d+) (\w+)? ?(.*?): (\d+) bytes')
+
+
+def parse_comm_report(text: str) -> Dict[str, List[dict]]:
+    """par's communication report (par-compile comm-report=true, par-opt
+    --par-comm-report) as {function: [{kind, axes, n, type, bytes}]}."""
+    out: Dict[str, List[dict]] = {}
+    fn = None
+    for line in text.splitlines():
+        m = re.match(r"par-comm-report: @(\w+)", line)
+        if m:
+            fn = m.group(1)
+            out[fn] = []
+            continue
+        m = _COMM_LINE.match(line)
+        if m and fn:
+            axes = [a.strip().strip('"') for a in m.group(2).split(",") if a.strip()]
+            out[fn].append({"kind": m.group(1), "axes": axes, "n": int(m.group(3)),
+                            "type": m.group(5), "bytes": int(m.group(6))})
+    return out
+
+
+def comm_report(mlir_path: str, par_opt: str, optimizer: str = "adamw") -> str:
+    """par's communication report of the train step compiled from an
+    imported file (par-compile's pipeline, the IR thrown away)."""
+    r = subprocess.run([par_opt, mlir_path,
+                        f"--par-compile-pipeline=optimizer={optimizer} comm-report=true",
+                        "-o", os.devnull], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ImportError_(f"par-opt could not compile {mlir_path} for the report:\n"
+                           + r.stderr.strip()[:2000])
+    return r.stdout
+
+
+def format_plan(result: "ImportResult", report: Optional[str] = None) -> str:
+    """The tensor-parallel plan, one line per Linear-like layer and embedding:
+    its role, why, and the tp collectives Megatron's accounting gives it per
+    step (per device, ring all-reduce 2(t-1)/t of the f32 activation, b the
+    per-dp-rank batch); with par's communication report, the measured tp
+    collectives of the step's gradient function against that sum."""
+    dp, tp = result.mesh.get("dp", 1), result.mesh.get("tp", 1)
+    ring = 2 * (tp - 1) / tp
+    lines = [f"tensor-parallel plan of @{result.func_name} (dp={dp}, tp={tp}):"]
+    total = count = 0
+    for name, r in result.layer_roles.items():
+        lines.append(f"  {name:44s} {r.style:10s} {r.why}")
+        for what, elems in r.comm:
+            if elems:
+                b = int(ring * elems // dp * 4)
+                total += b
+                count += 5 if what.startswith("the loss") else 1
+                lines.append(f"  {'':44s}   {what}: {b} bytes")
+            else:
+                lines.append(f"  {'':44s}   {what}")
+    lines.append(f"  predicted over tp per step: {count} all-reduces, {total} bytes per device")
+    if report is not None:
+        comm = parse_comm_report(report)
+        grads = [f for f in comm if f.endswith("_grad")]
+        for f in grads:
+            tpc = [c for c in comm[f] if "tp" in c["axes"]]
+            got = sum(c["bytes"] for c in tpc)
+            gathers = [c for c in tpc if c["kind"] in ("all_gather", "all_to_all")]
+            lines.append(f"  par's report, @{f} over tp: {len(tpc)} collectives, {got} bytes "
+                         f"per device ({len(gathers)} all_gather/all_to_all)"
+                         + (" = predicted" if got == total and not gathers else ""))
+    return "\n".join(lines) + "\n"
 
 
 class _Functional:

@@ -141,4 +141,27 @@ def RewriteRowGather : Pass<"par-rewrite-row-gather", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def UnflattenBatchMatmul : Pass<"par-unflatten-batch-matmul", "::mlir::func::FuncOp"> {
+  let summary = "Writes torch-mlir's flattened 4-d matmul as a generic over the unmerged batch dims";
+  let description = [{
+    torch-mlir lowers a matmul of rank-4 operands (attention's `q @ k^T`
+    and `p @ v`, [batch, heads, m, k] x [batch, heads, k, n]) as
+    `collapse_shape [[0, 1], [2], [3]]` of both operands, a
+    `linalg.batch_matmul` over the merged batch × heads dimension, and an
+    `expand_shape` back. Under dp × tp the batch is split over dp and the
+    heads over tp; the merged dimension would be split over both, which is
+    no block split of the merged index, so the partitioner all-gathered q,
+    k and v over tp (the attention computed whole on every tp rank). When
+    both collapses merge the same k ≥ 2 leading dimensions, the result's
+    only use is the matching expand and the accumulator is a fill, the
+    three ops become one `linalg.generic` over the k batch dimensions, m, n
+    and the contraction (`acc + a * b`), on the uncollapsed operands: each
+    batch dimension keeps its own split. The same numbers in the same
+    order per output element.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // PAR_FRONTEND_PASSES_TD
