@@ -427,6 +427,14 @@ def _derive_from_graph(module, tp, program, param_names, roles):
             k *= int(v)
         return k
     shared_input: Dict[str, str] = {}
+    # Values that depend on a parameter (their gradient is computed).
+    needs_grad = set()
+    for node in graph.nodes:
+        if node.op == "placeholder" and node.name in param_of_node:
+            needs_grad.add(node)
+        elif node.op == "call_function" and any(a in needs_grad
+                                                  for a in _flat_nodes(node.args)):
+            needs_grad.add(node)
     seen_layers = {c[0]: c for c in calls.values()}
     for name, m, kind, layout, x in calls.values():
         shape = tuple(m.weight.shape)
@@ -477,7 +485,9 @@ def _derive_from_graph(module, tp, program, param_names, roles):
             if name in fused:
                 why += "; fused: " + fused[name]
             key = x.name
-            if key in shared_input:
+            if x not in needs_grad:
+                comm = [("backward: none (its input needs no gradient)", 0)]
+            elif key in shared_input:
                 comm = [(f"backward: its input's gradient, summed with "
                          f"{shared_input[key]}'s before the all-reduce", 0)]
             else:
@@ -853,7 +863,8 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
                   stages: Optional[Dict[str, int]] = None,
                   data: Optional[Sequence[Optional[str]]] = None,
                   vocab: Optional[int] = None,
-                  par_opt: Optional[str] = None) -> ImportResult:
+                  par_opt: Optional[str] = None,
+                  explain_plan: bool = False) -> ImportResult:
     """Exports `module`'s forward + loss to par's MLIR (text) at `output` and
     its initial weights (safetensors) at `weights` (default: output with
     .safetensors). The loss is `module(*example_inputs)` (a scalar tensor, or
@@ -867,6 +878,9 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
                    the first integer input tokens, the second targets
       vocab        bound of tokens/targets; default the first nn.Embedding's
       par_opt      path of par-opt, to check that par parses the output
+      explain_plan print the tensor-parallel plan (format_plan): each layer's
+                   role, why, and its tp collectives per step; with par_opt,
+                   par's communication report of the AdamW step against them
     """
     from torch_mlir import fx
 
@@ -885,10 +899,14 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
     was_training = module.training
     module.eval()  # Dropout p=0 and no BatchNorm (checked): eval == train.
     try:
-        return _import(module, example_inputs, loss_fn, name, output, weights,
-                       dp, tp, pp, tp_plan, stages, data, vocab, par_opt, fx)
+        result = _import(module, example_inputs, loss_fn, name, output, weights,
+                         dp, tp, pp, tp_plan, stages, data, vocab, par_opt, fx)
     finally:
         module.train(was_training)
+    if explain_plan:
+        report = comm_report(result.mlir_path, par_opt) if par_opt else None
+        print(format_plan(result, report), end="")
+    return result
 
 
 def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
@@ -965,6 +983,14 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
         else:
             derived = {}
         plan = tp_plan if tp_plan is not None else derived
+        if tp_plan is not None:
+            # The roles say what the given plan does, its costs unknown.
+            for lname, role in layer_roles.items():
+                style = _match_plan(tp_plan, lname) or "replicated"
+                derived_style = role.style
+                role.style = style
+                role.why = f"tp_plan= (derived: {derived_style})"
+                role.comm = []
         try:
             mod = fx.export_and_import(prog, output_type="linalg-on-tensors",
                                        func_name=name)

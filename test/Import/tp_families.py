@@ -18,6 +18,8 @@ For each family:
    + the vocabulary-parallel cross-entropy's all-reduces of one value per
      token (b*s f32 each: max, sum of exponentials, the target's logit, and
      the backward's two)                      5*u, u = U/h
+   + with k/v replicated (MQA: kv heads < tp), the all-reduce of their
+     outputs' gradients (b*s*kv_heads*head_dim each) per layer
    and no all_gather nor all_to_all over tp anywhere (forward or gradient);
 3. par-run trains STEPS AdamW steps from the module's own weights on one
    fixed batch, against torch.optim.AdamW on the same module, weights and
@@ -125,11 +127,12 @@ def one(fam, work, par_bin):
     n_big, want_big, n_small, want_small = megatron_tp_bytes(
         cfg.num_hidden_layers, b, s, h, TP, emb, head)
     unit = 2 * (TP - 1) / TP * b * s * h * 4
-    # Key/value projections replicated (fewer kv heads than tp, MQA): their
-    # weight gradients are partial over tp (each rank's query heads), one
-    # all-reduce (a bucket) per layer, as for any replicated weight.
+    # Key/value projections replicated (fewer kv heads than tp, MQA): the
+    # gradients of their outputs (b*s*kv_heads*head_dim each) are partial
+    # over tp (each rank's query heads read the shared k and v), one
+    # all-reduce per projection (par buckets k's and v's) per layer.
     kv = [v for v in roles.values() if v.style == "replicated" and "heads" in v.why]
-    want_kv = int(2 * (TP - 1) / TP * 4 * sum(int(np.prod(v.shape)) for v in kv))
+    want_kv = int(2 * (TP - 1) / TP * 4 * sum(b * s * v.shape[0] for v in kv))
     # par may bucket all-reduces of one point of the program into one
     # message (GPT-NeoX's parallel attention and MLP outputs): the bytes are
     # the same, so the check is on the bytes, the messages are printed.
@@ -145,7 +148,7 @@ def one(fam, work, par_bin):
         gathers = []
     check(f"{fam}: tp bytes per step (gradient function)", got == want and not gathers,
           f"{got} bytes in {len(ar)} all-reduce messages (Megatron: {n_big} x b*s*h + "
-          f"{n_small} x b*s" + (f" + the replicated k/v weight gradients {want_kv}"
+          f"{n_small} x b*s" + (f" + the replicated k/v output gradients {want_kv}"
                                 if kv else "") + f" = {want}), "
           f"{len(gathers)} all_gather/all_to_all over tp")
 
