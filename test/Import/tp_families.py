@@ -20,7 +20,8 @@ For each family:
      the backward's two)                      5*u, u = U/h
    + with k/v replicated (MQA: kv heads < tp), the all-reduce of their
      outputs' gradients (b*s*kv_heads*head_dim each) per layer
-   and no all_gather nor all_to_all over tp anywhere (forward or gradient);
+   and no all_gather, all_to_all nor reduce_scatter over tp anywhere
+   (forward or gradient);
 3. par-run trains STEPS AdamW steps from the module's own weights on one
    fixed batch, against torch.optim.AdamW on the same module, weights and
    batch: the loss trajectories agree to 1e-3 relative per step (f32:
@@ -115,7 +116,7 @@ def one(fam, work, par_bin):
     comm = parse_comm_report(report)
     grad = comm.get(f"{fam}_grad", [])
     tp_ops = [c for f in comm.values() for c in f if c["axes"] == ['tp']]
-    gathers = [c for c in tp_ops if c["kind"] in ("all_gather", "all_to_all")]
+    gathers = [c for c in tp_ops if c["kind"] in ("all_gather", "all_to_all", "reduce_scatter")]
     ar = [c for c in grad if c["axes"] == ["tp"] and c["kind"] in ("all_reduce",
                                                                     "bucket_all_reduce")]
     cfg = m.config
@@ -143,14 +144,14 @@ def one(fam, work, par_bin):
         # Not yet (docs/Frontend.md): a fused projection's q/k/v (gate/up)
         # segments cross the tp blocks and are gathered; its all-reduces are
         # still Megatron's.
-        print(f"{fam}: {len(gathers)} all_gather/all_to_all over tp from the fused "
+        print(f"{fam}: {len(gathers)} all_gather/all_to_all/reduce_scatter over tp from the fused "
               f"projections ({', '.join(fused[:2])}, ...): not yet")
         gathers = []
     check(f"{fam}: tp bytes per step (gradient function)", got == want and not gathers,
           f"{got} bytes in {len(ar)} all-reduce messages (Megatron: {n_big} x b*s*h + "
           f"{n_small} x b*s" + (f" + the replicated k/v output gradients {want_kv}"
                                 if kv else "") + f" = {want}), "
-          f"{len(gathers)} all_gather/all_to_all over tp")
+          f"{len(gathers)} all_gather/all_to_all/reduce_scatter over tp")
 
     # par: STEPS steps on the fixed batch; torch: the same.
     P = len(r.param_names)

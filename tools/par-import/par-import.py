@@ -77,7 +77,7 @@ def main():
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--pp", type=int, default=1)
     p.add_argument("--tp-plan", default=None,
-                   help="LAYER=colwise|rowwise,... (globs allowed); default: Megatron pairs")
+                   help="LAYER=colwise|rowwise|vocab|replicated,... (globs allowed); default: derived from the dataflow (--explain-plan shows it)")
     p.add_argument("--example", action="append", default=[],
                    help="an example input DTYPE[SHAPE] (when FUNCTION returns only the module)")
     p.add_argument("--data", default=None,
