@@ -107,12 +107,13 @@ def one(fam, work, par_bin):
         plan = {}
     r = par.import_module(m, xs, loss_fn, name=fam, output=mlir, weights=weights,
                           dp=DP, tp=TP, tp_plan=plan, par_opt=os.path.join(par_bin, "par-opt"))
-    print(format_plan(r), end="")
     options = (f"optimizer=adamw lr={LR} beta1={BETAS[0]} beta2={BETAS[1]} eps={EPS} "
                f"weight-decay={WD} comm-report=true")
     art = os.path.join(d, "art")
     report = run([os.path.join(par_bin, "par-compile"), mlir, "-o", art, "--no-reference",
                   f"--options={options}"])
+    # explain_plan's table, with par's report against its prediction.
+    print(format_plan(r, report), end="")
     comm = parse_comm_report(report)
     grad = comm.get(f"{fam}_grad", [])
     tp_ops = [c for f in comm.values() for c in f if c["axes"] == ['tp']]
