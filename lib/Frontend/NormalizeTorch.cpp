@@ -30,6 +30,9 @@ void mlir::par::buildNormalizeTorchPipeline(OpPassManager &pm) {
   // On the folded forms: the gather's generic is then over the rows only,
   // its result no longer a [N, 1] keepdim tensor.
   fn.addPass(createRewriteRowGather());
+  // Attention's flattened batch x heads matmuls as generics over both, so
+  // the heads keep their tp split (independent of the others).
+  fn.addPass(createUnflattenBatchMatmul());
 }
 
 void mlir::par::registerParFrontendPipelines() {
@@ -37,6 +40,7 @@ void mlir::par::registerParFrontendPipelines() {
       "par-normalize-torch",
       "Bring torch-mlir's linalg-on-tensors output to par's forms: fpowi "
       "expanded, pads decomposed, dead argmax results erased, unit dims "
-      "folded, row gathers from computed tensors as compare-select-sums",
+      "folded, row gathers from computed tensors as compare-select-sums, "
+      "flattened batch matmuls unflattened",
       buildNormalizeTorchPipeline);
 }

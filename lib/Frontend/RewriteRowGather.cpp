@@ -10,6 +10,8 @@
 #include "par/Frontend/Passes.h"
 #include "par/Dialect/Par/IR/ParDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -47,9 +49,7 @@ std::optional<RowGather> matchRowGather(linalg::GenericOp op) {
       !isa<FloatType>(read.getType()))
     return std::nullopt;
   Value table = read.getTensor();
-  // Embedding tables (function arguments) keep their gather: a reduction
-  // over a whole vocabulary per element would cost V times more.
-  if (!table.getDefiningOp() || op->isAncestor(table.getDefiningOp()))
+  if (table.getDefiningOp() && op->isAncestor(table.getDefiningOp()))
     return std::nullopt;
   auto tableType = cast<RankedTensorType>(table.getType());
   if (!tableType.hasStaticShape())
@@ -70,6 +70,20 @@ std::optional<RowGather> matchRowGather(linalg::GenericOp op) {
   }
   if (g.dataDim < 0)
     return std::nullopt; // A plain copy, nothing data-dependent.
+  // Embedding tables (function arguments) keep their gather (a reduction
+  // over a whole vocabulary per element costs V times more), unless their
+  // par.sharding splits the gathered dimension: a vocabulary-parallel table
+  // (Megatron's masked lookup) is then reduced over its local rows, one
+  // all-reduce of the looked-up rows, instead of all-gathered.
+  if (auto arg = dyn_cast<BlockArgument>(table)) {
+    auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!fn || arg.getOwner() != &fn.getBody().front())
+      return std::nullopt;
+    auto s = fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
+                                               ParDialect::kShardingAttrName);
+    if (!s || s.getRank() <= g.dataDim || s.getDimAxes(g.dataDim).empty())
+      return std::nullopt;
+  }
   return g;
 }
 
@@ -162,12 +176,15 @@ void rewriteGather(linalg::GenericOp op, RowGather g) {
   bool changed = true;
   while (changed) {
     changed = false;
-    for (Operation &bop :
-         llvm::make_early_inc_range(llvm::reverse(nbody->without_terminator())))
-      if (bop.use_empty() && isMemoryEffectFree(&bop)) {
-        bop.erase();
-        changed = true;
-      }
+    // Collected first: llvm::reverse over the body's range is a
+    // std::reverse_iterator, whose base is the op being erased.
+    SmallVector<Operation *> dead;
+    for (Operation &bop : nbody->without_terminator())
+      if (bop.use_empty() && isMemoryEffectFree(&bop))
+        dead.push_back(&bop);
+    for (Operation *bop : llvm::reverse(dead))
+      bop->erase();
+    changed = !dead.empty();
   }
   op.getResult(0).replaceAllUsesWith(sum.getResult(0));
   op.erase();

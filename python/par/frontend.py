@@ -47,6 +47,11 @@ class ImportResult:
     shardings: Dict[str, str] = field(default_factory=dict)
     loss: float = float("nan")
     stages: Dict[str, int] = field(default_factory=dict)
+    # The derived tensor-parallel plan's roles (layer -> LayerRole), and
+    # the plan used (the derived one, or tp_plan=).
+    layer_roles: Dict[str, "LayerRole"] = field(default_factory=dict)
+    mesh: Dict[str, int] = field(default_factory=dict)
+    tp_plan: Dict[str, str] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------
@@ -93,17 +98,60 @@ def _vocab_of(module: nn.Module) -> Optional[int]:
     return None
 
 
-def derive_tp_plan(module: nn.Module, tp: int) -> Dict[str, str]:
-    """Megatron's layout from the module structure: Linear layers pair up in
-    definition order, the first of a pair column-parallel (its output
-    features sharded), the second row-parallel (its input features sharded),
-    so that the pair needs one all-reduce (attention: qkv then the output
-    projection; MLP: up then down). A layer producing the vocabulary (the LM
-    head: out_features == the embedding's num_embeddings) stays out of the
-    pairing: column-parallel (vocabulary-parallel) when tp divides the
-    vocabulary and its weight is not tied to the embedding, else
-    replicated. A pair whose sharded dimension tp does not divide stays
-    replicated."""
+def _embedding_layers(module: nn.Module):
+    return [(n, m) for n, m in module.named_modules() if isinstance(m, nn.Embedding)]
+
+
+@dataclass
+class LayerRole:
+    """One layer's place in the tensor-parallel plan: style is 'colwise',
+    'rowwise', 'vocab' (a vocabulary-parallel embedding or LM head) or
+    'replicated'; why says which dataflow fact decided it."""
+    layer: str
+    kind: str            # "linear", "conv1d", "embedding"
+    style: str
+    why: str
+    shape: tuple = ()
+    # What this layer costs over tp per step, Megatron's accounting:
+    # (description, elements of the all-reduced activation, global batch).
+    comm: List[tuple] = field(default_factory=list)
+
+
+def derive_tp_plan(module: nn.Module, tp: int, program=None,
+                   param_names: Optional[List[str]] = None,
+                   roles: Optional[Dict[str, "LayerRole"]] = None) -> Dict[str, str]:
+    """Megatron's layout from the dataflow of the exported program
+    (torch.export's ATen graph, `program`): a Linear-like layer whose input
+    is the block's (normalised) input is column-parallel, one whose input is
+    derived from column-parallel outputs (the attention or MLP result, the
+    feature dimension still the split one) is row-parallel, so each pair
+    costs one all-reduce forward and one backward. The split dimension is
+    followed through views (a feature dimension split into heads gives its
+    split to the heads: they must divide by tp, else the layer, e.g. GQA/MQA
+    key/value projections with fewer heads than tp, stays replicated),
+    transposes, elementwise ops, attention matmuls (batch dimensions) and
+    reductions over other dimensions. A column-parallel output that reaches
+    anything else (a norm or a residual add over the split features, a
+    matmul contracting it, the loss) makes its layers replicated, and the
+    derivation runs again. The LM head (out_features = the token
+    embedding's vocabulary) and the token embedding are vocabulary-parallel
+    when tp divides the vocabulary (tied or not: the shared table is split
+    on its rows for both). A fused projection (q|k|v in one weight,
+    sliced on the split dimension) stays column-parallel: par gathers its
+    segments (see docs/Frontend.md). Without `program` (no graph), the
+    layers pair up in definition order (the former heuristic).
+    `roles`, when given, receives a LayerRole per layer."""
+    if program is None or param_names is None:
+        return _derive_tp_plan_by_order(module, tp)
+    roles = roles if roles is not None else {}
+    roles.clear()
+    plan = _derive_from_graph(module, tp, program, param_names, roles)
+    return plan
+
+
+def _derive_tp_plan_by_order(module: nn.Module, tp: int) -> Dict[str, str]:
+    """Definition-order pairing (no graph): kept for derive_tp_plan(module,
+    tp) without a program."""
     vocab = _vocab_of(module)
     plan: Dict[str, str] = {}
     layers = []
@@ -111,9 +159,6 @@ def derive_tp_plan(module: nn.Module, tp: int) -> Dict[str, str]:
     for name, m, layout in _linear_layers(module):
         out_f = m.weight.shape[0] if layout == "out_in" else m.weight.shape[1]
         if vocab is not None and out_f == vocab:
-            # Megatron's vocabulary-parallel LM head: its logits stay split
-            # over the vocabulary (the loss's max and sums all-reduce), unless
-            # its weight is tied to the token embedding, which stays whole.
             if out_f % tp == 0 and id(m.weight) not in tied:
                 plan[name] = "colwise"
             continue
@@ -129,6 +174,477 @@ def derive_tp_plan(module: nn.Module, tp: int) -> Dict[str, str]:
     return plan
 
 
+# ATen ops through which a split dimension is followed (elementwise: the
+# split dimension keeps its place counted from the right).
+_ELEMENTWISE = {
+    "mul", "add", "sub", "div", "neg", "silu", "gelu", "tanh", "pow", "rsqrt",
+    "sqrt", "exp", "where", "to", "_to_copy", "clone", "contiguous", "dropout",
+    "masked_fill", "sigmoid", "relu", "erf", "alias", "detach", "detach_",
+    "type_as", "_assert_tensor_metadata", "abs", "square", "reciprocal",
+    "mish", "gelu_", "relu_", "silu_", "mul_", "add_", "lift_fresh_copy",
+    "fill", "ones_like", "zeros_like", "sin", "cos", "log", "minimum",
+    "maximum", "clamp", "clamp_min", "clamp_max", "scalar_tensor", "rsub",
+    "_assert_scalar", "native_dropout", "float", "expm1", "log1p",
+}
+_REDUCTIONS = {"mean", "sum", "amax", "amin", "max", "min", "var", "var_mean",
+               "std", "softmax", "_softmax", "log_softmax", "_log_softmax",
+               "logsumexp", "layer_norm", "native_layer_norm", "rms_norm",
+               "cumsum", "argmax"}
+
+
+class _Bad(Exception):
+    """A split value reached an op it cannot pass through."""
+
+
+def _op_name(node) -> str:
+    t = node.target
+    name = getattr(t, "__name__", str(t))
+    # aten.mul.Tensor -> "mul"; OpOverload __name__ is "mul.Tensor".
+    return name.split(".")[0]
+
+
+def _shape(node):
+    v = node.meta.get("val") if hasattr(node, "meta") else None
+    return tuple(v.shape) if hasattr(v, "shape") else None
+
+
+def _reshape_split(in_shape, out_shape, d, tp):
+    """Where a block split of in_shape[d] lands in out_shape, or raise _Bad
+    (merged under an outer dimension, or split into heads tp does not
+    divide: the second element says which)."""
+    i = o = 0
+    n_in, n_out = len(in_shape), len(out_shape)
+    while i < n_in or o < n_out:
+        # One group: the fewest dims on each side with equal products.
+        gi, go = [i], [o]
+        pi = in_shape[i] if i < n_in else 1
+        po = out_shape[o] if o < n_out else 1
+        i += 1
+        o += 1
+        while pi != po:
+            if pi < po:
+                if i >= n_in:
+                    raise _Bad("reshape")
+                pi *= in_shape[i]
+                gi.append(i)
+                i += 1
+            else:
+                if o >= n_out:
+                    raise _Bad("reshape")
+                po *= out_shape[o]
+                go.append(o)
+                o += 1
+        # Trailing size-1 dims join the group (no effect on the layout).
+        if d in gi:
+            pre = 1
+            for k in gi:
+                if k == d:
+                    break
+                pre *= in_shape[k]
+            if pre != 1:
+                raise _Bad("merged under an outer dimension")
+            outs = [k for k in go if k < n_out and out_shape[k] != 1]
+            if not outs:
+                raise _Bad("reshape")
+            if len(go) > 1 and out_shape[go[0]] == 1:
+                raise _Bad("heads:1")  # one head (MQA): nothing to split
+            first = outs[0]
+            if out_shape[first] % tp:
+                raise _Bad(f"heads:{out_shape[first]}")
+            return first
+    raise _Bad("reshape")
+
+
+def _derive_from_graph(module, tp, program, param_names, roles):
+    import operator
+
+    graph = program.graph
+    user_inputs = list(program.graph_signature.user_inputs)
+    node_of = {n.name: n for n in graph.nodes}
+    param_of_node = {}
+    for i, pn in enumerate(param_names):
+        if i < len(user_inputs):
+            param_of_node[user_inputs[i]] = pn
+    # Primary parameter name -> (layer, module, kind, layout).
+    by_param: Dict[str, tuple] = {}
+    prim = {id(p): n for n, p in module.named_parameters()}
+    for name, m, layout in _linear_layers(module):
+        kind = "linear" if layout == "out_in" else "conv1d"
+        by_param.setdefault(prim[id(m.weight)], []).append((name, m, kind, layout))
+    for name, m in _embedding_layers(module):
+        by_param.setdefault(prim[id(m.weight)], []).append((name, m, "embedding", None))
+    vocab = _vocab_of(module)
+    tied = _tied_weights(module)
+
+    def weight_param(arg):
+        """The parameter a weight operand is (through transposes/casts)."""
+        seen = 0
+        while hasattr(arg, "op") and arg.op == "call_function" and seen < 4 and \
+                _op_name(arg) in ("t", "transpose", "to", "_to_copy", "detach", "alias",
+                                  "numpy_T", "permute"):
+            arg = arg.args[0]
+            seen += 1
+        if hasattr(arg, "op") and arg.op == "placeholder":
+            return param_of_node.get(arg.name)
+        return None
+
+    # The layer calls: node -> (layer, module, kind, layout, input node).
+    calls = {}
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        op = _op_name(n)
+        cand = None
+        if op == "linear" and len(n.args) >= 2:
+            cand = (weight_param(n.args[1]), n.args[0], ("linear",))
+        elif op == "addmm" and len(n.args) >= 3:
+            cand = (weight_param(n.args[2]), n.args[1], ("conv1d",))
+        elif op == "embedding" and len(n.args) >= 2:
+            cand = (weight_param(n.args[0]), n.args[1], ("embedding",))
+        elif op in ("matmul", "mm") and len(n.args) >= 2:
+            # A head tied to an embedding, or a layer called through
+            # x @ W.T: the weight is the second operand.
+            cand = (weight_param(n.args[1]), n.args[0], ("linear", "embedding"))
+        if cand is None or cand[0] is None or cand[0] not in by_param:
+            continue
+        pname, x, kinds = cand
+        entries = [e for e in by_param[pname] if e[2] in kinds] or by_param[pname]
+        name, m, kind, layout = entries[0]
+        if op in ("linear", "matmul", "mm") and kind == "embedding":
+            # The tied LM head: the embedding's table read as a Linear.
+            heads = [e for e in by_param[pname] if e[2] == "linear"]
+            if heads:
+                name, m, kind, layout = heads[0]
+            else:
+                name, m, kind, layout = (name + "(as head)", m, "linear", "out_in")
+        calls[n] = (name, m, kind, layout, x)
+
+    def out_features(m, layout):
+        return m.weight.shape[0] if layout == "out_in" else m.weight.shape[1]
+
+    def in_features(m, layout):
+        return m.weight.shape[1] if layout == "out_in" else m.weight.shape[0]
+
+    blocks = _block_lists(module)
+    block_prefix = (blocks[0] + ".") if blocks and blocks[0] else None
+
+    def is_head(m, layout, kind, name=""):
+        # Producing the vocabulary, outside the repeated blocks (a fused
+        # q|k|v of the same width inside a block is no head).
+        return kind != "embedding" and vocab is not None and \
+            out_features(m, layout) == vocab and \
+            not (block_prefix and name.startswith(block_prefix))
+
+    forced: Dict[str, str] = {}   # layer -> why replicated
+    fused: Dict[str, str] = {}
+
+    for _round in range(64):
+        tags: Dict = {}   # node -> (frozenset(layers), split dim)
+        colwise: Dict[str, str] = {}
+        rowwise: Dict[str, frozenset] = {}
+        bad: Dict[str, str] = {}
+        definite = [False]  # a layer replicated for its head count this round
+
+        def fail(layers, why):
+            for L in layers:
+                bad.setdefault(L, why)
+
+        for n in graph.nodes:
+            if n.op == "output":
+                for a in _flat_nodes(n.args):
+                    if a in tags:
+                        fail(tags[a][0], "its split output reaches the loss")
+                continue
+            if n.op != "call_function":
+                continue
+            ins = [(a, tags[a]) for a in _flat_nodes(n.args) if a in tags]
+            if n in calls:
+                name, m, kind, layout, x = calls[n]
+                if kind == "embedding":
+                    if ins:
+                        fail(set().union(*[t[0] for _, t in ins]), "reaches an embedding")
+                    continue
+                head = is_head(m, layout, kind, name)
+                xt = tags.get(x)
+                if xt is not None:
+                    S, sd = xt
+                    xs = _shape(x)
+                    if head or xs is None or sd != len(xs) - 1:
+                        fail(S, f"its split output reaches {name} on a dimension "
+                                "other than the features")
+                        continue
+                    if in_features(m, layout) % tp:
+                        fail(S, f"{name}'s {in_features(m, layout)} input features "
+                                f"do not divide by tp={tp}")
+                        continue
+                    rowwise[name] = rowwise.get(name, frozenset()) | S
+                    continue
+                if head or name in forced:
+                    continue
+                if out_features(m, layout) % tp:
+                    forced[name] = (f"its {out_features(m, layout)} output features "
+                                    f"do not divide by tp={tp}")
+                    continue
+                colwise[name] = "reads the block input"
+                s = _shape(n)
+                tags[n] = (frozenset([name]), len(s) - 1 if s else 0)
+                continue
+            if not ins:
+                continue
+            S = frozenset().union(*[t[0] for _, t in ins])
+            op = _op_name(n)
+            out_s = _shape(n)
+            try:
+                tags_out = _propagate(n, op, ins, out_s, tp, fused)
+            except _Bad as e:
+                why = str(e)
+                if why.startswith("heads:"):
+                    for L in S:
+                        forced.setdefault(L, f"its {why[6:]} heads do not divide by tp={tp}")
+                    definite[0] = True
+                else:
+                    fail(S, f"its split output reaches '{op}' ({why})")
+                continue
+            if tags_out is None:
+                continue
+            if n.target is operator.getitem or op == "getitem":
+                tags[n] = (S, tags_out)
+            else:
+                tags[n] = (S, tags_out)
+        if definite[0]:
+            continue  # the other failures may follow from those layers
+        if not bad:
+            break
+        for L, why in bad.items():
+            forced.setdefault(L, why)
+    # The plan.
+    plan: Dict[str, str] = {}
+
+    def numel(node):
+        sh = _shape(node)
+        k = 1
+        for v in sh or ():
+            k *= int(v)
+        return k
+    shared_input: Dict[str, str] = {}
+    # Values that depend on a parameter (their gradient is computed).
+    needs_grad = set()
+    for node in graph.nodes:
+        if node.op == "placeholder" and node.name in param_of_node:
+            needs_grad.add(node)
+        elif node.op == "call_function" and any(a in needs_grad
+                                                  for a in _flat_nodes(node.args)):
+            needs_grad.add(node)
+    seen_layers = {c[0]: c for c in calls.values()}
+    for name, m, kind, layout, x in calls.values():
+        shape = tuple(m.weight.shape)
+        if kind == "embedding":
+            if vocab is not None and m.num_embeddings == vocab:
+                if vocab % tp == 0:
+                    plan[name] = "vocab"
+                    out = [c for c, v in calls.items() if v[0] == name][0]
+                    roles[name] = LayerRole(name, kind, "vocab", "the token embedding: "
+                                            "Megatron's masked lookup, one all-reduce", shape,
+                                            [("forward: all-reduce of the looked-up rows",
+                                              numel(out))])
+                else:
+                    roles[name] = LayerRole(name, kind, "replicated",
+                                            f"vocabulary {vocab} does not divide by tp={tp}",
+                                            shape)
+            else:
+                roles[name] = LayerRole(name, kind, "replicated",
+                                        "not the token embedding", shape)
+            continue
+        if is_head(m, layout, kind, name):
+            if vocab % tp == 0 and x not in tags:
+                plan[name] = "colwise"
+                why = "the LM head: logits split over the vocabulary" + (
+                    " (tied to the token embedding)" if id(m.weight) in tied else "")
+                roles[name] = LayerRole(name, kind, "vocab", why, shape,
+                                        [("backward: all-reduce of its input's gradient",
+                                          numel(x)),
+                                         ("the loss: all-reduces of one value per token "
+                                          "(max, sum of exponentials, target logit; 2 in "
+                                          "the backward)", 5 * numel(x) // _shape(x)[-1])])
+            else:
+                roles[name] = LayerRole(name, kind, "replicated",
+                                        f"the LM head; vocabulary {vocab} does not "
+                                        f"divide by tp={tp}", shape)
+            continue
+        if name in rowwise:
+            plan[name] = "rowwise"
+            out = [c for c, v in calls.items() if v[0] == name][-1]
+            if kind == "conv1d" and out.users:
+                out = next(iter(out.users))  # addmm's 2-d result viewed back
+            roles[name] = LayerRole(name, kind, "rowwise", "consumes the split result of " +
+                                    ", ".join(sorted(rowwise[name])), shape,
+                                    [("forward: all-reduce of its output", numel(out))])
+        elif name in colwise:
+            plan[name] = "colwise"
+            why = "reads the block input"
+            if name in fused:
+                why += "; fused: " + fused[name]
+            key = x.name
+            if x not in needs_grad:
+                comm = [("backward: none (its input needs no gradient)", 0)]
+            elif key in shared_input:
+                comm = [(f"backward: its input's gradient, summed with "
+                         f"{shared_input[key]}'s before the all-reduce", 0)]
+            else:
+                shared_input[key] = name
+                comm = [("backward: all-reduce of its input's gradient", numel(x))]
+            roles[name] = LayerRole(name, kind, "colwise", why, shape, comm)
+        else:
+            roles[name] = LayerRole(name, kind, "replicated",
+                                    forced.get(name, "its output is not split"), shape)
+    # Tied tables: one sharding for the shared weight (the head's rows are
+    # the embedding's), replicated for both unless both are vocabulary-split.
+    for name, m, kind, layout in [c[:4] for c in calls.values()]:
+        if id(m.weight) in tied:
+            names = [c[0] for c in calls.values() if c[1].weight is m.weight]
+            if not all(plan.get(k) in ("vocab", "colwise") for k in names):
+                for k in names:
+                    if k in plan:
+                        del plan[k]
+                        roles[k] = LayerRole(k, roles[k].kind, "replicated",
+                                             "tied weight, not split the same way everywhere",
+                                             roles[k].shape)
+    return plan
+
+
+def _flat_nodes(args):
+    out = []
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            out += _flat_nodes(a)
+        elif hasattr(a, "op") and hasattr(a, "meta"):
+            out.append(a)
+    return out
+
+
+def _norm_dim(d, rank):
+    return d + rank if d < 0 else d
+
+
+def _propagate(n, op, ins, out_s, tp, fused):
+    """The split dimension of `n`'s result from its split inputs, None when
+    the result carries no split, or raise _Bad."""
+    args = n.args
+    src = ins[0]
+    a, (S, sd) = src
+    in_s = _shape(a)
+    if op in ("getitem",) or getattr(n.target, "__name__", "") == "getitem":
+        return sd
+    if op in ("_assert_tensor_metadata", "_assert_scalar", "sym_size", "sym_numel"):
+        return None  # checks and sizes: no tensor result
+    if in_s is None and op not in ("split", "split_with_sizes", "chunk", "unbind"):
+        raise _Bad("unknown shape")
+    if op in ("view", "reshape", "_unsafe_view", "view_as", "flatten", "unflatten",
+              "reshape_as"):
+        if out_s is None:
+            raise _Bad("unknown shape")
+        return _reshape_split(in_s, out_s, sd, tp)
+    if op in ("transpose", "swapaxes"):
+        d0, d1 = (_norm_dim(args[1], len(in_s)), _norm_dim(args[2], len(in_s)))
+        return d1 if sd == d0 else d0 if sd == d1 else sd
+    if op == "t":
+        return 1 - sd if len(in_s) == 2 else sd
+    if op == "permute":
+        perm = [_norm_dim(p, len(in_s)) for p in args[1]]
+        return perm.index(sd)
+    if op == "unsqueeze":
+        d = _norm_dim(args[1], len(in_s) + 1)
+        return sd + 1 if d <= sd else sd
+    if op == "squeeze":
+        return _reshape_split(in_s, out_s, sd, tp)
+    if op == "expand":
+        return sd + (len(out_s) - len(in_s))
+    if op in ("slice", "narrow", "select"):
+        d = _norm_dim(args[1] if len(args) > 1 else 0, len(in_s))
+        if op == "select":
+            if d == sd:
+                raise _Bad("select on the split dimension")
+            return sd - 1 if d < sd else sd
+        if d == sd and out_s is not None and out_s[d] != in_s[d]:
+            for L in S:
+                fused.setdefault(L, "its output is sliced on the split features "
+                                    "(segments cross the tp blocks)")
+        return sd
+    if op in ("split", "split_with_sizes", "chunk", "unbind"):
+        d = args[2] if len(args) > 2 else n.kwargs.get("dim", 0)
+        rank = len(in_s) if in_s else 0
+        d = _norm_dim(d, rank)
+        if op == "unbind":
+            if d == sd:
+                raise _Bad("unbind on the split dimension")
+            return sd - 1 if d < sd else sd
+        if d == sd:
+            for L in S:
+                fused.setdefault(L, "its output is split on the split features "
+                                    "(segments cross the tp blocks)")
+        return sd
+    if op == "cat":
+        d = _norm_dim(args[1] if len(args) > 1 else 0, len(out_s))
+        if d == sd:
+            raise _Bad("concatenated on the split dimension")
+        return sd
+    if op in ("matmul", "bmm", "mm"):
+        A, B = args[0], args[1]
+        sa, sb = _shape(A), _shape(B)
+        res = set()
+        for x, t in ins:
+            S2, d = t
+            xs = _shape(x)
+            r = len(xs)
+            if x is A:
+                if d == r - 1:
+                    raise _Bad("a matmul contracts the split dimension")
+                res.add(len(out_s) - (r - d))
+            if x is B:
+                if r >= 2 and d == r - 2:
+                    raise _Bad("a matmul contracts the split dimension")
+                res.add(len(out_s) - (r - d))
+        if len(res) != 1:
+            raise _Bad("operands split on different dimensions")
+        return res.pop()
+    if op == "scaled_dot_product_attention":
+        for x, t in ins:
+            xs = _shape(x)
+            if t[1] >= len(xs) - 2:
+                raise _Bad("attention over the split dimension")
+        return ins[0][1][1] + (len(out_s) - len(_shape(ins[0][0])))
+    if op in _REDUCTIONS:
+        rank = len(in_s)
+        if op in ("layer_norm", "native_layer_norm", "rms_norm"):
+            k = len(args[1]) if len(args) > 1 else 1
+            dims = list(range(rank - k, rank))
+        else:
+            dims = args[1] if len(args) > 1 else n.kwargs.get("dim", None)
+            if dims is None:
+                dims = list(range(rank))
+            if not isinstance(dims, (list, tuple)):
+                dims = [dims]
+            dims = [_norm_dim(d, rank) for d in dims]
+        if sd in dims:
+            raise _Bad("a reduction over the split dimension")
+        if out_s is None:
+            return sd
+        if len(out_s) == rank:
+            return sd
+        return sd - sum(1 for d in dims if d < sd)
+    if op in _ELEMENTWISE:
+        if out_s is None:
+            raise _Bad("unknown shape")
+        res = set()
+        for x, t in ins:
+            xs = _shape(x)
+            res.add(len(out_s) - (len(xs) - t[1]))
+        if len(res) != 1:
+            raise _Bad("operands split on different dimensions")
+        return res.pop()
+    raise _Bad("no rule for it")
+
+
 def _match_plan(plan: Dict[str, str], layer: str) -> Optional[str]:
     for pattern, style in plan.items():
         if layer == pattern or fnmatch.fnmatchcase(layer, pattern):
@@ -141,27 +657,40 @@ def _param_shardings(module, names, tp, tp_plan):
     shard: Dict[str, str] = {}
     if tp <= 1:
         return shard
+    prim = {id(p): n for n, p in module.named_parameters()}
     layers = {n: (m, layout) for n, m, layout in _linear_layers(module)}
+    for name, m in _embedding_layers(module):
+        layers.setdefault(name, (m, "embedding"))
+    styles = ("colwise", "rowwise", "vocab", "replicated")
     for layer, (m, layout) in layers.items():
         style = _match_plan(tp_plan, layer)
-        if style is None:
+        if style is None or style == "replicated":
             continue
-        if style not in ("colwise", "rowwise"):
+        if style not in styles:
             raise ImportError_(
-                f"tp_plan['{layer}'] = '{style}': expected 'colwise' or 'rowwise'")
-        # Which weight dimension holds the output features.
-        out_dim = 0 if layout == "out_in" else 1
-        in_dim = 1 - out_dim
-        dim = out_dim if style == "colwise" else in_dim
+                f"tp_plan['{layer}'] = '{style}': expected one of " + ", ".join(styles))
+        if layout == "embedding":
+            # A table [num_embeddings, dim]: vocabulary-parallel splits its
+            # rows (rowwise, as PyTorch's RowwiseParallel on an Embedding),
+            # colwise its embedding dimension.
+            dim = 1 if style == "colwise" else 0
+        else:
+            if style == "vocab":
+                style = "colwise"
+            # Which weight dimension holds the output features.
+            out_dim = 0 if layout == "out_in" else 1
+            in_dim = 1 - out_dim
+            dim = out_dim if style == "colwise" else in_dim
         if m.weight.shape[dim] % tp:
             raise ImportError_(
                 f"tp_plan['{layer}'] = '{style}': dimension {dim} of "
                 f"{layer}.weight ({tuple(m.weight.shape)}) is not divisible by tp={tp}")
         spec = ["{}", "{}"]
         spec[dim] = '{"tp"}'
-        shard[f"{layer}.weight"] = f"[{spec[0]}, {spec[1]}]"
-        if style == "colwise" and getattr(m, "bias", None) is not None:
-            shard[f"{layer}.bias"] = '[{"tp"}]'
+        shard[prim[id(m.weight)]] = f"[{spec[0]}, {spec[1]}]"
+        if layout != "embedding" and style == "colwise" and \
+                getattr(m, "bias", None) is not None:
+            shard[prim[id(m.bias)]] = '[{"tp"}]'
     for n in list(shard):
         if n not in names:
             del shard[n]
@@ -334,7 +863,8 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
                   stages: Optional[Dict[str, int]] = None,
                   data: Optional[Sequence[Optional[str]]] = None,
                   vocab: Optional[int] = None,
-                  par_opt: Optional[str] = None) -> ImportResult:
+                  par_opt: Optional[str] = None,
+                  explain_plan: bool = False) -> ImportResult:
     """Exports `module`'s forward + loss to par's MLIR (text) at `output` and
     its initial weights (safetensors) at `weights` (default: output with
     .safetensors). The loss is `module(*example_inputs)` (a scalar tensor, or
@@ -348,6 +878,9 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
                    the first integer input tokens, the second targets
       vocab        bound of tokens/targets; default the first nn.Embedding's
       par_opt      path of par-opt, to check that par parses the output
+      explain_plan print the tensor-parallel plan (format_plan): each layer's
+                   role, why, and its tp collectives per step; with par_opt,
+                   par's communication report of the AdamW step against them
     """
     from torch_mlir import fx
 
@@ -366,10 +899,14 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
     was_training = module.training
     module.eval()  # Dropout p=0 and no BatchNorm (checked): eval == train.
     try:
-        return _import(module, example_inputs, loss_fn, name, output, weights,
-                       dp, tp, pp, tp_plan, stages, data, vocab, par_opt, fx)
+        result = _import(module, example_inputs, loss_fn, name, output, weights,
+                         dp, tp, pp, tp_plan, stages, data, vocab, par_opt, fx)
     finally:
         module.train(was_training)
+    if explain_plan:
+        report = comm_report(result.mlir_path, par_opt) if par_opt else None
+        print(format_plan(result, report), end="")
+    return result
 
 
 def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
@@ -439,6 +976,21 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
                     "static SPMD programs cannot hold: " + head) from e
             raise ImportError_(f"torch.export failed: {type(e).__name__}: {head}") from e
         _check_static(prog)
+        # The tensor-parallel plan from the exported graph's dataflow.
+        layer_roles: Dict[str, LayerRole] = {}
+        if tp > 1:
+            derived = derive_tp_plan(module, tp, prog, names, layer_roles)
+        else:
+            derived = {}
+        plan = tp_plan if tp_plan is not None else derived
+        if tp_plan is not None:
+            # The roles say what the given plan does, its costs unknown.
+            for lname, role in layer_roles.items():
+                style = _match_plan(tp_plan, lname) or "replicated"
+                derived_style = role.style
+                role.style = style
+                role.why = f"tp_plan= (derived: {derived_style})"
+                role.comm = []
         try:
             mod = fx.export_and_import(prog, output_type="linalg-on-tensors",
                                        func_name=name)
@@ -470,7 +1022,6 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
     if any(roles) and vocab is None:
         raise ImportError_("tokens/targets inputs need vocab= (the module has no nn.Embedding)")
 
-    plan = tp_plan if tp_plan is not None else derive_tp_plan(module, tp)
     shard = _param_shardings(module, set(names), tp, plan)
     pins = stages if stages is not None else derive_stages(module, pp)
     for s in pins.values():
@@ -498,7 +1049,78 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
                   metadata={"format": "pt", "producer": "par-import"})
     return ImportResult(mlir_path=output, weights_path=weights or None, func_name=name,
                         param_names=names, aliases=aliases, data_roles=roles,
-                        shardings=shard, loss=loss, stages=stage_counts)
+                        shardings=shard, loss=loss, stages=stage_counts,
+                        layer_roles=layer_roles, tp_plan=dict(plan),
+                        mesh={"dp": dp, "tp": tp, "pp": pp})
+
+
+_COMM_LINE = re.compile(
+    r'^\s+par\.(\w+) axes=\[(.*?)\] n=(\d+) (\w+)? ?(.*?): (\d+) bytes')
+
+
+def parse_comm_report(text: str) -> Dict[str, List[dict]]:
+    """par's communication report (par-compile comm-report=true, par-opt
+    --par-comm-report) as {function: [{kind, axes, n, type, bytes}]}."""
+    out: Dict[str, List[dict]] = {}
+    fn = None
+    for line in text.splitlines():
+        m = re.match(r"par-comm-report: @(\w+)", line)
+        if m:
+            fn = m.group(1)
+            out[fn] = []
+            continue
+        m = _COMM_LINE.match(line)
+        if m and fn:
+            axes = [a.strip().strip('"') for a in m.group(2).split(",") if a.strip()]
+            out[fn].append({"kind": m.group(1), "axes": axes, "n": int(m.group(3)),
+                            "type": m.group(5), "bytes": int(m.group(6))})
+    return out
+
+
+def comm_report(mlir_path: str, par_opt: str, optimizer: str = "adamw") -> str:
+    """par's communication report of the train step compiled from an
+    imported file (par-compile's pipeline, the IR thrown away)."""
+    r = subprocess.run([par_opt, mlir_path,
+                        f"--par-compile-pipeline=optimizer={optimizer} comm-report=true",
+                        "-o", os.devnull], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ImportError_(f"par-opt could not compile {mlir_path} for the report:\n"
+                           + r.stderr.strip()[:2000])
+    return r.stdout
+
+
+def format_plan(result: "ImportResult", report: Optional[str] = None) -> str:
+    """The tensor-parallel plan, one line per Linear-like layer and embedding:
+    its role, why, and the tp collectives Megatron's accounting gives it per
+    step (per device, ring all-reduce 2(t-1)/t of the f32 activation, b the
+    per-dp-rank batch); with par's communication report, the measured tp
+    collectives of the step's gradient function against that sum."""
+    dp, tp = result.mesh.get("dp", 1), result.mesh.get("tp", 1)
+    ring = 2 * (tp - 1) / tp
+    lines = [f"tensor-parallel plan of @{result.func_name} (dp={dp}, tp={tp}):"]
+    total = count = 0
+    for name, r in result.layer_roles.items():
+        lines.append(f"  {name:44s} {r.style:10s} {r.why}")
+        for what, elems in r.comm:
+            if elems:
+                b = int(ring * elems // dp * 4)
+                total += b
+                count += 5 if what.startswith("the loss") else 1
+                lines.append(f"  {'':44s}   {what}: {b} bytes")
+            else:
+                lines.append(f"  {'':44s}   {what}")
+    lines.append(f"  predicted over tp per step: {count} all-reduces, {total} bytes per device")
+    if report is not None:
+        comm = parse_comm_report(report)
+        grads = [f for f in comm if f.endswith("_grad")]
+        for f in grads:
+            tpc = [c for c in comm[f] if "tp" in c["axes"]]
+            got = sum(c["bytes"] for c in tpc)
+            gathers = [c for c in tpc if c["kind"] in ("all_gather", "all_to_all")]
+            lines.append(f"  par's report, @{f} over tp: {len(tpc)} collectives, {got} bytes "
+                         f"per device ({len(gathers)} all_gather/all_to_all)"
+                         + (" = predicted" if got == total and not gathers else ""))
+    return "\n".join(lines) + "\n"
 
 
 class _Functional:

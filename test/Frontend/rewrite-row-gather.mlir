@@ -66,3 +66,34 @@ func.func @embedding(%wte: tensor<10x4xf32>, %tok: tensor<8xi64>) -> tensor<8x4x
   } -> tensor<8x4xf32>
   return %g : tensor<8x4xf32>
 }
+
+// -----
+
+// Tests that a vocabulary-parallel embedding table (a function argument
+// whose par.sharding splits the gathered dimension, par-import's plan for
+// the token embedding under tp) becomes the compare-select-sum: the table
+// is an input and its rows a reduction loop, so each rank sums its own rows
+// (Megatron's masked lookup) and the split sum is one all-reduce of the
+// looked-up rows, instead of an all-gather of the table.
+// CHECK-LABEL: func.func @vocab_parallel_embedding
+// CHECK-SAME:    (%[[W:.*]]: tensor<10x4xf32> {par.sharding = {{.*}}}, %[[TOK:.*]]: tensor<8xi64>)
+// CHECK:         %[[IOTA:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<10xi64>)
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME:      ins(%[[TOK]], %[[W]], %[[IOTA]] : tensor<8xi64>, tensor<10x4xf32>, tensor<10xi64>)
+// CHECK-NOT:       linalg.index
+// CHECK:           arith.cmpi eq
+// CHECK:           arith.select
+// CHECK:           arith.addf
+// CHECK-NOT:     tensor.extract
+par.mesh @mesh ["tp"=2]
+func.func @vocab_parallel_embedding(%wte: tensor<10x4xf32> {par.sharding = #par.sharding<@mesh, [{"tp"}, {}]>}, %tok: tensor<8xi64>) -> tensor<8x4xf32> {
+  %e = tensor.empty() : tensor<8x4xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%tok : tensor<8xi64>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%in: i64, %out: f32):
+    %r = arith.index_cast %in : i64 to index
+    %c = linalg.index 1 : index
+    %v = tensor.extract %wte[%r, %c] : tensor<10x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<8x4xf32>
+  return %g : tensor<8x4xf32>
+}

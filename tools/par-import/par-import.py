@@ -77,7 +77,7 @@ def main():
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--pp", type=int, default=1)
     p.add_argument("--tp-plan", default=None,
-                   help="LAYER=colwise|rowwise,... (globs allowed); default: Megatron pairs")
+                   help="LAYER=colwise|rowwise|vocab|replicated,... (globs allowed); default: derived from the dataflow (--explain-plan shows it)")
     p.add_argument("--example", action="append", default=[],
                    help="an example input DTYPE[SHAPE] (when FUNCTION returns only the module)")
     p.add_argument("--data", default=None,
@@ -85,6 +85,11 @@ def main():
                         "first integer input tokens, the second targets)")
     p.add_argument("--vocab", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--explain-plan", action="store_true",
+                   help="print each Linear-like layer's and embedding's tensor-parallel role, "
+                        "why, and the tp collectives it costs per step; with par-opt "
+                        "(PAR_OPT), par's communication report of the AdamW step against "
+                        "that sum")
     a = p.parse_args()
 
     torch.manual_seed(a.seed)
@@ -123,7 +128,8 @@ def main():
     try:
         r = par.import_module(module, inputs, loss_fn, name=name, output=a.output,
                               weights=a.weights, dp=a.dp, tp=a.tp, pp=a.pp, tp_plan=plan,
-                              data=data, vocab=a.vocab, par_opt=os.environ.get("PAR_OPT"))
+                              data=data, vocab=a.vocab, par_opt=os.environ.get("PAR_OPT"),
+                              explain_plan=a.explain_plan)
     except ImportError_ as e:
         fail(str(e))
     n = sum(p.numel() for p in module.parameters())

@@ -109,8 +109,11 @@ def RewriteRowGather : Pass<"par-rewrite-row-gather", "::mlir::func::FuncOp"> {
     whose body is `tensor.extract %logp[linalg.index 0, index_cast(%t)]`.
     A tensor read from above has no sharding rule but "replicated": a
     vocab-sharded `logp` would be all-gathered (B·S·V elements a step). When
-    the table is computed (not a function argument: embedding tables keep
-    their gather and its scatter-add adjoint), exactly one index is
+    the table is computed, or a function argument whose `par.sharding`
+    splits the gathered dimension (a vocabulary-parallel embedding table:
+    each rank sums its own rows, Megatron's masked lookup, and the split
+    sum is one all-reduce; other embedding tables keep their gather and its
+    scatter-add adjoint), exactly one index is
     data-dependent and the body yields the extracted value, the generic
     becomes a reduction over that table dimension: the table is an input,
     an iota over the dimension another, and the body sums
@@ -132,6 +135,29 @@ def RewriteRowGather : Pass<"par-rewrite-row-gather", "::mlir::func::FuncOp"> {
         (d0, d1) -> (d1), (d0, d1) -> (d0)], ["parallel", "reduction"]}
         ins(%t, %logp, %iota : ...) outs(%zeros : tensor<128xf32>) {...}
     ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def UnflattenBatchMatmul : Pass<"par-unflatten-batch-matmul", "::mlir::func::FuncOp"> {
+  let summary = "Writes torch-mlir's flattened 4-d matmul as a generic over the unmerged batch dims";
+  let description = [{
+    torch-mlir lowers a matmul of rank-4 operands (attention's `q @ k^T`
+    and `p @ v`, [batch, heads, m, k] x [batch, heads, k, n]) as
+    `collapse_shape [[0, 1], [2], [3]]` of both operands, a
+    `linalg.batch_matmul` over the merged batch × heads dimension, and an
+    `expand_shape` back. Under dp × tp the batch is split over dp and the
+    heads over tp; the merged dimension would be split over both, which is
+    no block split of the merged index, so the partitioner all-gathered q,
+    k and v over tp (the attention computed whole on every tp rank). When
+    both collapses merge the same k ≥ 2 leading dimensions, the result's
+    only use is the matching expand and the accumulator is a fill, the
+    three ops become one `linalg.generic` over the k batch dimensions, m, n
+    and the contraction (`acc + a * b`), on the uncollapsed operands: each
+    batch dimension keeps its own split. The same numbers in the same
+    order per output element.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",
