@@ -31,6 +31,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 import torch.nn as nn
 
+from . import decompositions
+
 
 class ImportError_(Exception):
     """A problem with the user's module, reported as one message."""
@@ -287,6 +289,38 @@ def _check_static(prog):
                     "mask's selection, cannot be sharded)")
 
 
+def _check_random(prog):
+    """No random numbers: an op torch tags nondeterministic_seeded (dropout,
+    bernoulli, rand*) or attention with dropout_p > 0 is named with the line
+    it comes from (the module is exported in eval mode, so a Dropout module
+    is already off; these are functional calls)."""
+    for node in prog.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        what = None
+        packet = node.target._overloadpacket
+        if packet in (torch.ops.aten.dropout, torch.ops.aten.native_dropout,
+                      torch.ops.aten.feature_dropout, torch.ops.aten.alpha_dropout):
+            p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p", 0.0)
+            train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
+            if p and train is not False:
+                what = f"is a dropout with p={p}"
+        elif node.target in decompositions.DROPOUT_ARG:
+            i, arg = decompositions.DROPOUT_ARG[node.target]
+            p = node.kwargs.get(arg, node.args[i] if len(node.args) > i else 0.0)
+            if p:
+                what = f"has {arg}={p} (dropout draws random numbers)"
+        elif torch.Tag.nondeterministic_seeded in node.target.tags:
+            what = "draws random numbers"
+        if what:
+            frame = _user_frame(node.meta.get("stack_trace") or "")
+            where = f" at {frame[0]}:{frame[1]}" if frame else ""
+            raise ImportError_(
+                f"'{node.target}'{where} {what}: par has no random-number ops "
+                "(use dropout 0, or call module.eval() so that F.dropout(..., "
+                "training=self.training) is off)")
+
+
 def _check_module(module: nn.Module):
     for name, m in module.named_modules():
         if isinstance(m, nn.Dropout) and m.p > 0 and m.training:
@@ -439,9 +473,12 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
                     "static SPMD programs cannot hold: " + head) from e
             raise ImportError_(f"torch.export failed: {type(e).__name__}: {head}") from e
         _check_static(prog)
+        _check_random(prog)
         try:
+            # par's decompositions (attention, cumsum) on top of torch-mlir's.
             mod = fx.export_and_import(prog, output_type="linalg-on-tensors",
-                                       func_name=name)
+                                       func_name=name,
+                                       decomposition_table=decompositions.table())
         except Exception as e:
             head = (str(e).strip().splitlines() or [""])[0]
             raise ImportError_(f"torch-mlir failed: {type(e).__name__}: {head}") from e
