@@ -30,6 +30,10 @@ void mlir::par::buildNormalizeTorchPipeline(OpPassManager &pm) {
   // On the folded forms: the gather's generic is then over the rows only,
   // its result no longer a [N, 1] keepdim tensor.
   fn.addPass(createRewriteRowGather());
+  // Attention's bmm over [batch * heads]: a contraction over both dims, so
+  // that dp and tp shard them separately (after the unit-dim folding, which
+  // would otherwise see the new generic's unit batch dims).
+  fn.addPass(createExpandBatchMatmul());
 }
 
 void mlir::par::registerParFrontendPipelines() {
@@ -37,6 +41,7 @@ void mlir::par::registerParFrontendPipelines() {
       "par-normalize-torch",
       "Bring torch-mlir's linalg-on-tensors output to par's forms: fpowi "
       "expanded, pads decomposed, dead argmax results erased, unit dims "
-      "folded, row gathers from computed tensors as compare-select-sums",
+      "folded, row gathers from computed tensors as compare-select-sums, "
+      "batch matmuls over collapsed batch dims expanded",
       buildNormalizeTorchPipeline);
 }
