@@ -25,6 +25,7 @@ import fnmatch
 import os
 import re
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -332,6 +333,13 @@ def _check_module(module: nn.Module):
             raise ImportError_(
                 f"{name} is a BatchNorm in training mode: its running statistics "
                 "are state par does not carry; call module.eval() or use LayerNorm")
+        if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+            # torch.export keeps padding_idx for the backward only; par's
+            # gradient of the lookup is a scatter-add over every token.
+            print(f"par-import: warning: {name} is an Embedding with padding_idx="
+                  f"{m.padding_idx}: par trains that row like any other (torch leaves "
+                  "it out of the gradient), so results differ when the pad token is "
+                  "in a batch", file=sys.stderr)
     for name, p in module.named_parameters():
         if not p.requires_grad:
             raise ImportError_(
