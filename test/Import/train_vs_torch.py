@@ -3,7 +3,7 @@ real ranks and checks it against PyTorch training the same module:
 
   train_vs_torch.py MODEL RANKS DP TP PP WORK
   (MODEL: mlp, nanogpt, gpt2, or a factory of Inputs/sdpa_models.py: sdpa,
-  gpt2_sdpa, opt, bart, which also gives the tp plan)
+  gpt2_sdpa, opt_lm, bart, which also gives the tp plan)
 
 1. par-import (par.import_module) writes the annotated MLIR and the module's
    initial weights (safetensors); par-compile builds the AdamW step (with
@@ -41,19 +41,19 @@ import sdpa_models  # noqa: E402
 # Models whose attention must shard over heads under tp: no all_gather in
 # the step's gradient (separate q/k/v projections; GPT2's fused qkv is
 # gathered, docs/Frontend.md).
-NO_GATHER = {"sdpa", "opt", "bart"}
+NO_GATHER = {"sdpa", "opt_lm", "bart"}
 # Models whose first step's gradients are compared with torch autograd
 # (1e-5 relative to the largest gradient: f32 sums in other orders; the
 # trajectory alone hides a gradient error AdamW's normalisation shrinks
 # and shows f32 noise it amplifies).
-GRAD_CHECK = {"sdpa", "gpt2_sdpa", "opt", "bart"}
+GRAD_CHECK = {"sdpa", "gpt2_sdpa", "opt_lm", "bart"}
 # OPT's trajectory tolerance: its q/k projections' gradients are ~1e-4 of
 # the largest, and AdamW's normalisation grows their f32 differences about
 # tenfold a step (par vs torch weights: 1.7e-6 apart after 1 step, 1e-4
 # after 3; at step 19, where the loss curve has a bump, the losses are
 # 1.2e-3 apart). The first step's gradients agree to 4.8e-7 of the
 # largest (GRAD_CHECK), which is what pins correctness here.
-TRAJ_TOL = {"opt": 5e-3}
+TRAJ_TOL = {"opt_lm": 5e-3}
 
 STEPS = 20
 LR, BETAS, EPS, WD = 0.003, (0.9, 0.999), 1e-8, 0.01
@@ -88,7 +88,7 @@ def make(model, batch):
         return m, x, None
     if model == "gpt2":
         return models.gpt2(b=batch)
-    if model in ("sdpa", "gpt2_sdpa", "opt", "bart"):
+    if model in ("sdpa", "gpt2_sdpa", "opt_lm", "bart"):
         return getattr(sdpa_models, model)(b=batch)[:3]
     raise SystemExit(f"unknown model {model}")
 

@@ -11,7 +11,7 @@ None):
               embeddings' causal prefix mean) that the loss differentiates
   gpt2_sdpa   HF GPT2LMHeadModel with the library's default attention
               (sdpa)
-  opt         HF OPTForCausalLM (default attention: sdpa; positions from the
+  opt_lm      HF OPTForCausalLM (default attention: sdpa; positions from the
               attention mask's cumsum)
   bart        HF BartForConditionalGeneration (encoder-decoder; default
               attention sdpa; labels -> shifted decoder inputs)
@@ -132,7 +132,7 @@ HF_PLAN = {"*.q_proj": "colwise", "*.k_proj": "colwise", "*.v_proj": "colwise",
            "*.out_proj": "rowwise", "*.fc1": "colwise", "*.fc2": "rowwise"}
 
 
-def opt(b=8, seed=0):
+def opt_lm(b=8, seed=0):
     from transformers import OPTConfig, OPTForCausalLM
     torch.manual_seed(seed)
     cfg = OPTConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, ffn_dim=128,
