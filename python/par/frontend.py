@@ -25,11 +25,14 @@ import fnmatch
 import os
 import re
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 import torch.nn as nn
+
+from . import decompositions
 
 
 class ImportError_(Exception):
@@ -816,6 +819,38 @@ def _check_static(prog):
                     "mask's selection, cannot be sharded)")
 
 
+def _check_random(prog):
+    """No random numbers: an op torch tags nondeterministic_seeded (dropout,
+    bernoulli, rand*) or attention with dropout_p > 0 is named with the line
+    it comes from (the module is exported in eval mode, so a Dropout module
+    is already off; these are functional calls)."""
+    for node in prog.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        what = None
+        packet = node.target._overloadpacket
+        if packet in (torch.ops.aten.dropout, torch.ops.aten.native_dropout,
+                      torch.ops.aten.feature_dropout, torch.ops.aten.alpha_dropout):
+            p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p", 0.0)
+            train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
+            if p and train is not False:
+                what = f"is a dropout with p={p}"
+        elif node.target in decompositions.DROPOUT_ARG:
+            i, arg = decompositions.DROPOUT_ARG[node.target]
+            p = node.kwargs.get(arg, node.args[i] if len(node.args) > i else 0.0)
+            if p:
+                what = f"has {arg}={p} (dropout draws random numbers)"
+        elif torch.Tag.nondeterministic_seeded in node.target.tags:
+            what = "draws random numbers"
+        if what:
+            frame = _user_frame(node.meta.get("stack_trace") or "")
+            where = f" at {frame[0]}:{frame[1]}" if frame else ""
+            raise ImportError_(
+                f"'{node.target}'{where} {what}: par has no random-number ops "
+                "(use dropout 0, or call module.eval() so that F.dropout(..., "
+                "training=self.training) is off)")
+
+
 def _check_module(module: nn.Module):
     for name, m in module.named_modules():
         if isinstance(m, nn.Dropout) and m.p > 0 and m.training:
@@ -827,6 +862,13 @@ def _check_module(module: nn.Module):
             raise ImportError_(
                 f"{name} is a BatchNorm in training mode: its running statistics "
                 "are state par does not carry; call module.eval() or use LayerNorm")
+        if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+            # torch.export keeps padding_idx for the backward only; par's
+            # gradient of the lookup is a scatter-add over every token.
+            print(f"par-import: warning: {name} is an Embedding with padding_idx="
+                  f"{m.padding_idx}: par trains that row like any other (torch leaves "
+                  "it out of the gradient), so results differ when the pad token is "
+                  "in a batch", file=sys.stderr)
     for name, p in module.named_parameters():
         if not p.requires_grad:
             raise ImportError_(
@@ -976,6 +1018,7 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
                     "static SPMD programs cannot hold: " + head) from e
             raise ImportError_(f"torch.export failed: {type(e).__name__}: {head}") from e
         _check_static(prog)
+        _check_random(prog)
         # The tensor-parallel plan from the exported graph's dataflow.
         layer_roles: Dict[str, LayerRole] = {}
         if tp > 1:
@@ -992,8 +1035,10 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
                 role.why = f"tp_plan= (derived: {derived_style})"
                 role.comm = []
         try:
+            # par's decompositions (attention, cumsum) on top of torch-mlir's.
             mod = fx.export_and_import(prog, output_type="linalg-on-tensors",
-                                       func_name=name)
+                                       func_name=name,
+                                       decomposition_table=decompositions.table())
         except Exception as e:
             head = (str(e).strip().splitlines() or [""])[0]
             raise ImportError_(f"torch-mlir failed: {type(e).__name__}: {head}") from e

@@ -1,7 +1,9 @@
 """Imports a PyTorch model with par.import_module, trains it with par on
 real ranks and checks it against PyTorch training the same module:
 
-  train_vs_torch.py MODEL RANKS DP TP PP WORK   (MODEL: mlp, nanogpt, gpt2)
+  train_vs_torch.py MODEL RANKS DP TP PP WORK
+  (MODEL: mlp, nanogpt, gpt2, or a factory of Inputs/sdpa_models.py: sdpa,
+  gpt2_sdpa, opt_lm, bart, which also gives the tp plan)
 
 1. par-import (par.import_module) writes the annotated MLIR and the module's
    initial weights (safetensors); par-compile builds the AdamW step (with
@@ -34,6 +36,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "Inputs"))
 import models  # noqa: E402
 import par  # noqa: E402
+import sdpa_models  # noqa: E402
+
+# Models whose attention must shard over heads under tp: no all_gather in
+# the step's gradient (separate q/k/v projections; GPT2's fused qkv is
+# gathered, docs/Frontend.md).
+NO_GATHER = {"sdpa", "opt_lm", "bart"}
+# Models whose first step's gradients are compared with torch autograd
+# (1e-5 relative to the largest gradient: f32 sums in other orders; the
+# trajectory alone hides a gradient error AdamW's normalisation shrinks
+# and shows f32 noise it amplifies).
+GRAD_CHECK = {"sdpa", "gpt2_sdpa", "opt_lm", "bart"}
+# OPT's trajectory tolerance: its q/k projections' gradients are ~1e-4 of
+# the largest, and AdamW's normalisation grows their f32 differences about
+# tenfold a step (par vs torch weights: 1.7e-6 apart after 1 step, 1e-4
+# after 3; at step 19, where the loss curve has a bump, the losses are
+# 1.2e-3 apart). The first step's gradients agree to 4.8e-7 of the
+# largest (GRAD_CHECK), which is what pins correctness here.
+TRAJ_TOL = {"opt_lm": 5e-3}
 
 STEPS = 20
 LR, BETAS, EPS, WD = 0.003, (0.9, 0.999), 1e-8, 0.01
@@ -68,6 +88,8 @@ def make(model, batch):
         return m, x, None
     if model == "gpt2":
         return models.gpt2(b=batch)
+    if model in ("sdpa", "gpt2_sdpa", "opt_lm", "bart"):
+        return getattr(sdpa_models, model)(b=batch)[:3]
     raise SystemExit(f"unknown model {model}")
 
 
@@ -113,8 +135,9 @@ def main():
     name = model
     mlir = os.path.join(work, f"{name}.mlir")
     weights = os.path.join(work, "init.safetensors")
+    plan = getattr(sdpa_models, model)(b=per_mb)[3] if hasattr(sdpa_models, model) else None
     r = par.import_module(m, xs_mb, loss_fn, name=name, output=mlir, weights=weights,
-                          dp=dp, tp=tp, pp=pp, par_opt=par_opt)
+                          dp=dp, tp=tp, pp=pp, tp_plan=plan, par_opt=par_opt)
     print(f"imported @{name}: {len(r.param_names)} parameters, "
           f"{len(r.shardings)} sharded, {len(r.aliases)} tied, stage pins {bool(r.stages)}")
 
@@ -123,10 +146,34 @@ def main():
     if pp > 1:
         options += f" stages={pp} micro-batches={micro} schedule=1f1b"
     art = os.path.join(work, "art")
-    run([par_compile, mlir, "-o", art, "--no-reference", f"--options={options}"])
+    report = run([par_compile, mlir, "-o", art, "--no-reference",
+                  f"--options={options} comm-report=true"])
+    if model in NO_GATHER and tp > 1:
+        # The gradient's communication: attention runs on each rank's heads.
+        grad = report.split(f"par-comm-report: @{name}_grad", 1)[-1].split("total:", 1)[0]
+        gathers = [l.strip() for l in grad.splitlines() if "all_gather" in l]
+        check(f"{model}: all_gathers in the gradient under tp={tp} {gathers}",
+              float(len(gathers)), 0)
+
+    P = len(r.param_names)
+    if model in GRAD_CHECK and pp == 1:
+        # The first step's gradient of every parameter against torch
+        # autograd on the same weights and batch (the artifact's _grad
+        # entry: the loss, then the gradients in parameter order).
+        gdir = os.path.join(work, "grad")
+        run([par_run, "-n", str(ranks), art, "--entry", f"{name}_grad", "--load-weights",
+             weights, "--output", gdir] + save_inputs(xs, work, "gbatch", P))
+        g_ref = make(model, per_mb)[0]
+        g_ref.load_state_dict(init)
+        loss_of(g_ref, xs, loss_fn).backward()
+        grads = [p.grad for _, p in g_ref.named_parameters()]
+        scale = max(float(g.abs().max()) for g in grads)
+        err = max(float(np.abs(np.load(os.path.join(gdir, f"result{k + 1}.npy")) -
+                               g.numpy()).max()) for k, g in enumerate(grads)) / scale
+        check(f"{model}: first step's gradients ({len(grads)} parameters) vs torch autograd, "
+              "relative to the largest", err, 1e-5)
 
     # par: 20 steps on the fixed batch.
-    P = len(r.param_names)
     losses_csv = os.path.join(work, "loss.csv")
     trained = os.path.join(work, "trained.safetensors")
     cmd = [par_run, "-n", str(ranks), art, "--steps", str(STEPS), "--loss-csv", losses_csv,
@@ -152,17 +199,20 @@ def main():
         if len(par_losses) == STEPS else float("inf")
     mesh = f"dp{dp}xtp{tp}" + (f"xpp{pp}" if pp > 1 else "")
     check(f"{model} {STEPS} AdamW steps on {ranks} ranks {mesh}: loss trajectory vs torch "
-          f"({torch_losses[0]:.4f} -> {torch_losses[-1]:.4f})", traj, 1e-3)
+          f"({torch_losses[0]:.4f} -> {torch_losses[-1]:.4f})", traj, TRAJ_TOL.get(model, 1e-3))
 
     # The trained weights back in torch, and the next batch's loss.
     from safetensors.torch import load_file
     back = make(model, per_mb)[0]
     sd = load_file(trained)
     missing, unexpected = back.load_state_dict(sd, strict=False)
-    # Non-persistent buffers are not in a state_dict; anything else missing
-    # is a failure.
+    # Buffers (constants of par's program, e.g. BART's final_logits_bias)
+    # are not in par's weights and keep the module's values; a missing
+    # parameter is a failure.
+    buffers = {n for n, _ in back.named_buffers()}
+    missing = [k for k in missing if k not in buffers]
     check(f"{model}: trained weights load into the torch module ({len(sd)} tensors; "
-          f"missing {list(missing)}, unexpected {list(unexpected)})",
+          f"missing parameters {list(missing)}, unexpected {list(unexpected)})",
           float(len(missing) + len(unexpected)), 0)
     nb = new_batch(model, xs_mb)
     with torch.no_grad():
@@ -177,7 +227,7 @@ def main():
     check(f"{model}: next batch's loss, torch on par's trained weights ({t_next:.6f}) vs par",
           abs(p_next - t_next) / abs(t_next), 1e-5)
     check(f"{model}: next batch's loss, par-trained vs torch-trained weights",
-          abs(t_next - t_ref) / abs(t_ref), 1e-3)
+          abs(t_next - t_ref) / abs(t_ref), TRAJ_TOL.get(model, 1e-3))
     print(f"{len(FAILED)} failed")
     sys.exit(1 if FAILED else 0)
 

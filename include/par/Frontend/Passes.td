@@ -164,4 +164,38 @@ def UnflattenBatchMatmul : Pass<"par-unflatten-batch-matmul", "::mlir::func::Fun
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ExpandBatchMatmul : Pass<"par-expand-batch-matmul", "::mlir::func::FuncOp"> {
+  let summary = "Expands a bmm over collapsed batch dims into a contraction over them";
+  let description = [{
+    torch has no 4-d batched matmul: attention's `q @ k^T` and `p @ v`
+    (eager, or par-import's scaled_dot_product_attention decomposition)
+    collapse [batch, heads] into one dim, `linalg.batch_matmul`, and expand
+    the result back. Under dp × tp the batch dim is sharded over "dp" and
+    the heads over "tp"; the collapsed dim's elements of one device are no
+    block of it, so the partitioner all-gathered the heads before every
+    attention matmul. When both operands are `tensor.collapse_shape`s with
+    reassociation [[0..k-1], [k], [k+1]] over the same batch dims (one float
+    type), the bmm becomes a `linalg.generic` contraction over
+    (b.., m, n, r) on the uncollapsed operands (body mulf, addf; a fill
+    init is refilled in the expanded shape, another init expanded); users
+    that expanded the bmm's result back take the generic's result, others
+    its collapse. Each batch dim then keeps its own sharding, and the
+    adjoint is two contractions of the same form.
+
+    ```mlir
+    %a = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<8x4x32x16xf32> into tensor<32x32x16xf32>
+    %b = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<8x4x16x32xf32> into tensor<32x16x32xf32>
+    %c = linalg.batch_matmul ins(%a, %b : ...) outs(%zero : tensor<32x32x32xf32>) -> tensor<32x32x32xf32>
+    %s = tensor.expand_shape %c [[0, 1], [2], [3]] output_shape [8, 4, 32, 32] : ...
+    // =>
+    %s = linalg.generic {maps = [(b0, b1, m, n, r) -> (b0, b1, m, r),
+        (b0, b1, m, n, r) -> (b0, b1, r, n), (b0, b1, m, n, r) -> (b0, b1, m, n)],
+        ["parallel" x 4, "reduction"]} ins(%q, %kt) outs(%zero4) {mulf, addf}
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // PAR_FRONTEND_PASSES_TD

@@ -186,13 +186,15 @@ struct SoftmaxRuleModel
 //===----------------------------------------------------------------------===//
 
 /// arith.constant of a tensor: a splat is the same on every device whatever
-/// its shape; other constants are materialised whole and then sliced.
+/// its shape; other constants (dense or dense_resource, as torch-mlir
+/// writes a module's buffers) are materialised whole and then sliced.
 FailureOr<ShardingRule> getConstantRule(arith::ConstantOp cst) {
-  auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
-  if (!dense || !isa<RankedTensorType>(cst.getType()))
+  auto elements = dyn_cast<ElementsAttr>(cst.getValue());
+  if (!elements || !isa<RankedTensorType>(cst.getType()))
     return failure();
-  return makeIdentityRule(cst, dense.isSplat() ? FactorKind::Parallel
-                                               : FactorKind::Blocked);
+  auto dense = dyn_cast<DenseElementsAttr>(elements);
+  return makeIdentityRule(cst, dense && dense.isSplat() ? FactorKind::Parallel
+                                                        : FactorKind::Blocked);
 }
 
 template <typename OpTy>
