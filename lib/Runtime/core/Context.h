@@ -43,9 +43,10 @@ struct Backend {
 /// par_rt_context_kernel_stats lists them: every entry point of Kernels.cpp
 /// that communicates (all_slice and the matmuls are local).
 inline constexpr const char *kKernelNames[] = {
-    "all_reduce", "bucket_all_reduce", "all_reduce_start", "wait",
-    "all_gather", "reduce_scatter",    "all_to_all",       "broadcast",
-    "send",       "send_async",        "recv"};
+    "all_reduce",       "bucket_all_reduce", "all_reduce_start",
+    "wait",             "all_gather",        "all_gather_start",
+    "reduce_scatter",   "all_to_all",        "broadcast",
+    "send",             "send_async",        "recv"};
 inline constexpr int kNumKernels =
     int(sizeof(kKernelNames) / sizeof(kKernelNames[0]));
 
@@ -88,7 +89,8 @@ struct par_rt_context_t {
   bool tracing = false;
   std::vector<par_rt_trace_event_t> trace;
 
-  /// Buckets started (par_rt_k_all_reduce_start) and not waited for: the
+  /// Buckets and gathers started (par_rt_k_all_reduce_start,
+  /// par_rt_k_all_gather_start) and not waited for: the
   /// handle the program holds -> the device backend's request. Handles are
   /// never reused, so a stale one is recognised as such.
   std::unordered_map<int64_t, void *> requests;

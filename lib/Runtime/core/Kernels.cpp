@@ -17,6 +17,9 @@
 // starts; its wait adds only time. Each call is also accounted under its
 // kernel's name (Context.h's kKernelNames): one call, its bytes, its time.
 //
+// A started all-gather (par_rt_k_all_gather_start) is counted the same way
+// and shares the buckets' handles, wait and progress.
+//
 // While buckets are in flight, every kernel entry first lets the backend
 // advance them (its `progress`: MPI_Testall on the MPI backend), so that
 // a transfer moves while the program computes between start and wait
@@ -91,6 +94,14 @@ public:
       if (__builtin_mul_overflow(r, f, &r))
         fail("buffer size overflows int64");
     return r;
+  }
+
+  /// Records a started collective's backend request; returns its handle.
+  int64_t record(void *request, int64_t axes) {
+    int64_t handle = ctx.nextRequest++;
+    ctx.requests.emplace(handle, request);
+    ctx.requestAxes.emplace(handle, axes);
+    return handle;
   }
 
   void checkBuffer(const char *what, int64_t address, int64_t bytes) const {
@@ -251,11 +262,7 @@ int64_t startBucket(KernelCall &k, int64_t members, int64_t n, int32_t dtype,
   k.finish(k.ops().bucket_start(k.state(), &g, list.data(), n, dtype,
                                 reduction, &request),
            2.0 * ring(g.size) * double(bytes));
-  par_rt_context_t &ctx = k.context();
-  int64_t handle = ctx.nextRequest++;
-  ctx.requests.emplace(handle, request);
-  ctx.requestAxes.emplace(handle, axes);
-  return handle;
+  return k.record(request, axes);
 }
 
 } // namespace
@@ -379,6 +386,26 @@ PAR_RT_EXPORT void par_rt_k_all_gather(int64_t in, int64_t out, int64_t C,
   k.start();
   k.finish(k.ops().all_gather(k.state(), &g, ptr(in), ptr(out), C, D, dtype),
            ring(g.size) * double(outBytes));
+}
+
+PAR_RT_EXPORT int64_t par_rt_k_all_gather_start(int64_t in, int64_t out,
+                                                int64_t C, int64_t D,
+                                                int32_t dtype, int64_t axes) {
+  KernelCall k("all_gather_start");
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"C", C}, {"D", D}});
+  const par_rt_backend_group_t &g = k.group(axes);
+  int64_t inBytes = k.mul({C, D, es});
+  int64_t outBytes = k.mul({inBytes, g.size});
+  k.checkBuffer("in", in, inBytes);
+  k.checkBuffer("out", out, outBytes);
+  k.start();
+  void *request = nullptr;
+  // Counted when it starts, as a bucket; its wait adds only time.
+  k.finish(k.ops().gather_start(k.state(), &g, ptr(in), ptr(out), C, D, dtype,
+                                &request),
+           ring(g.size) * double(outBytes));
+  return k.record(request, axes);
 }
 
 PAR_RT_EXPORT void par_rt_k_reduce_scatter(int64_t in, int64_t out, int64_t A,
