@@ -8,8 +8,8 @@
 // start, so the memory plan and the deallocation see it live from there.
 //
 // The rule. The tagged gathers of a block form groups: runs of gathers
-// with no work between consecutive ones (only allocations, views,
-// constants). Group k's starts go right after group k-1's last wait, that
+// with no compute between consecutive ones (only allocations, views,
+// constants, other gathers). Group k's starts go right after group k-1's last wait, that
 // is, while the compute that uses group k-1's parameters runs; group 0's go
 // as early as their operands allow. Walking up from the gather, the start
 // stops below
@@ -44,11 +44,12 @@ using namespace mlir::par;
 
 namespace {
 
-/// Allocations, views, constants, and the starts and waits of collectives:
-/// nothing a transfer could overlap.
+/// Allocations, views, constants, other gathers and the starts and waits
+/// of collectives: no compute a transfer could overlap.
 bool isNoWork(Operation *op) {
   return isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
-             ViewLikeOpInterface, BufferAllGatherStartOp, BufferWaitOp>(op) ||
+             ViewLikeOpInterface, BufferAllGatherOp, BufferAllGatherStartOp,
+             BufferWaitOp>(op) ||
          op->hasTrait<OpTrait::ConstantLike>();
 }
 

@@ -208,17 +208,17 @@ def ZeroPrefetch : Pass<"par-zero-prefetch", "ModuleOp"> {
     `forward_prefetch` / `backward_prefetch`).
 
     How early, one group ahead: the tagged gathers of a block form groups,
-    runs of gathers with no work between them (only allocations, views,
-    constants: a layer's parameters gathered together, or one gather where
-    the uses are spread). The starts of group k go right after the waits of
+    runs of gathers with no compute between them (only allocations, views,
+    constants, other gathers: a layer's parameters gathered together, or one
+    gather where the uses are spread). The starts of group k go right after the waits of
     group k-1, that is, while group k-1's parameters are in use; group 0's
     go as early as their operands allow. So at most one group is in flight
     ahead of the compute and at most two groups' gathered copies are live
     beyond what the blocking program holds. Never above an op that may
     write the shard (or an alias), read or write the gathered buffer, has
     unknown memory effects (calls), or defines the shard. A gather whose
-    output is not a static allocation of its block used only after it
-    stays blocking.
+    output is not a static allocation of its block used only after it, or
+    with no compute between its start's place and itself, stays blocking.
 
     ```mlir
     %g0 = memref.alloc() : memref<32x32xf32>
