@@ -96,6 +96,16 @@ struct par_rt_context_t {
   std::unordered_map<int64_t, void *> requests;
   /// Their groups' axes codes, for the watchdog's message.
   std::unordered_map<int64_t, int64_t> requestAxes;
+  /// Started all-gathers that PAR_RT_DEFER_STARTED=1 holds back (Kernels.cpp):
+  /// the handle -> the blocking all-gather the wait runs.
+  struct DeferredGather {
+    const void *in;
+    void *out;
+    int64_t C, D;
+    int32_t dtype;
+    int64_t axes;
+  };
+  std::unordered_map<int64_t, DeferredGather> deferredGathers;
   int64_t nextRequest = 1;
 
   /// Watchdog.h: ends the job when a collective does not complete within
