@@ -9,9 +9,9 @@
 //
 // The rule. The tagged gathers of a block form groups: runs of gathers
 // with no compute between consecutive ones (only allocations, views,
-// constants, other gathers). Group k's starts go right after group k-1's last wait, that
-// is, while the compute that uses group k-1's parameters runs; group 0's go
-// as early as their operands allow. Walking up from the gather, the start
+// constants, other gathers). Group k's starts go right after group k-1's
+// last wait, that is, while the compute that uses group k-1's parameters
+// runs; group 0's go as early as their operands allow. Walking up from the gather, the start
 // stops below
 //   - the previous group's last wait (the bound above),
 //   - an earlier start of this pass (the starts keep the gathers' order),

@@ -775,7 +775,8 @@ private:
     if (started) {
       int64_t h = par_rt_k_all_gather_start(in.addr(), out.addr(), C, D, dt,
                                             axesCode(axes));
-      Buffer x(input(mesh.rank, 12, 1, PAR_F32)), y(input(mesh.rank, 20, 2, PAR_F32));
+      Buffer x(input(mesh.rank, 12, 1, PAR_F32));
+      Buffer y(input(mesh.rank, 20, 2, PAR_F32));
       Buffer z(garbage(15, PAR_F32));
       par_rt_k_matmul(x.addr(), y.addr(), z.addr(), 3, 5, 4, PAR_F32, 0);
       par_rt_k_wait(h);

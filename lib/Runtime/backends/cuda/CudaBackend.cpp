@@ -717,7 +717,8 @@ par_status_t batchMatmulMixed(void *state, const void *a, const void *b,
 //===----------------------------------------------------------------------===//
 
 /// A started bucket or all-gather: `done` is recorded on the communication
-/// stream after its outputs are written; `staging` is a stream-ordered allocation.
+/// stream after its outputs are written; `staging` is a stream-ordered
+/// allocation.
 struct BucketRequest {
   cudaEvent_t done = nullptr;
   void *staging = nullptr;
