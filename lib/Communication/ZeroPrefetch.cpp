@@ -97,6 +97,7 @@ struct ZeroPrefetchPass
   llvm::SmallPtrSet<Operation *, 32> starts;
 
   void runOnOperation() override {
+    starts.clear(); // a pass instance may run on several modules
     llvm::MapVector<Block *, SmallVector<BufferAllGatherOp>> byBlock;
     getOperation().walk([&](BufferAllGatherOp op) {
       if (op->hasAttr(ParDialect::kZeROGatherAttrName))
