@@ -14,11 +14,7 @@
 //   - is the block's terminator (return, yield: the buffers escape).
 // Reading an input meanwhile is allowed (the runtime only reads inputs).
 //
-// Aliasing is decided on roots: a memref is traced through view-like ops
-// (subview, cast, reshapes, ...) to the value they view. A root is a fresh
-// allocation (memref.alloc/alloca: aliases only itself), an argument of the
-// function (may alias any other argument) or unknown (a loop's iter_arg, a
-// call's result, a global: may alias anything).
+// Aliasing is decided on roots (par/Communication/InFlight.h).
 //
 // Runs after one-shot bufferization (the buffer forms exist) and before the
 // buffer deallocation pipeline, whose deallocations then follow the wait
@@ -26,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "par/Communication/InFlight.h"
 #include "par/Communication/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -44,86 +41,6 @@ using namespace mlir;
 using namespace mlir::par;
 
 namespace {
-
-/// Where a buffer comes from, for aliasing.
-struct Root {
-  enum class Kind { Allocation, Argument, Unknown };
-  Value value;
-  Kind kind;
-};
-
-Root rootOf(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>()) {
-    // Only views whose result is the view (not, e.g., a subview's offsets).
-    if (view->getNumResults() != 1 || view.getViewSource() == v)
-      break;
-    v = view.getViewSource();
-  }
-  if (auto arg = dyn_cast<BlockArgument>(v)) {
-    Block *owner = arg.getOwner();
-    bool entry = owner->isEntryBlock() &&
-                 isa<FunctionOpInterface>(owner->getParentOp());
-    return {v, entry ? Root::Kind::Argument : Root::Kind::Unknown};
-  }
-  if (isa<memref::AllocOp, memref::AllocaOp>(v.getDefiningOp()))
-    return {v, Root::Kind::Allocation};
-  return {v, Root::Kind::Unknown};
-}
-
-bool mayAlias(const Root &a, const Root &b) {
-  if (a.value == b.value)
-    return true;
-  if (a.kind == Root::Kind::Unknown || b.kind == Root::Kind::Unknown)
-    return true;
-  // Two arguments may be the same buffer; an allocation is fresh.
-  return a.kind == Root::Kind::Argument && b.kind == Root::Kind::Argument;
-}
-
-bool mayAliasAny(const Root &r, ArrayRef<Root> roots) {
-  return llvm::any_of(roots, [&](const Root &o) { return mayAlias(r, o); });
-}
-
-/// The buffers of one in-flight collective.
-struct InFlight {
-  SmallVector<Root> inputs, outputs;
-
-  bool conflicts(Operation *op) const {
-    if (op->hasTrait<OpTrait::IsTerminator>())
-      return true;
-    WalkResult r = op->walk([&](Operation *inner) {
-      auto mem = dyn_cast<MemoryEffectOpInterface>(inner);
-      if (!mem) {
-        // Nested ops are visited on their own.
-        if (inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-          return WalkResult::advance();
-        return WalkResult::interrupt(); // unknown effects (calls)
-      }
-      SmallVector<MemoryEffects::EffectInstance> effects;
-      mem.getEffects(effects);
-      for (const MemoryEffects::EffectInstance &e : effects) {
-        if (isa<MemoryEffects::Allocate>(e.getEffect()))
-          continue; // a fresh buffer is nobody's alias
-        Value v = e.getValue();
-        if (!v) {
-          // An effect on memory at large (e.g. a message leaving).
-          if (isa<MemoryEffects::Read>(e.getEffect()))
-            continue;
-          return WalkResult::interrupt();
-        }
-        if (!isa<BaseMemRefType>(v.getType()))
-          continue;
-        Root root = rootOf(v);
-        if (mayAliasAny(root, outputs))
-          return WalkResult::interrupt();
-        if (!isa<MemoryEffects::Read>(e.getEffect()) &&
-            mayAliasAny(root, inputs))
-          return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    return r.wasInterrupted();
-  }
-};
 
 struct AsyncCollectivesPass
     : public mlir::par::impl::AsyncCollectivesBase<AsyncCollectivesPass> {
@@ -159,11 +76,7 @@ struct AsyncCollectivesPass
       axes = a.getAxes();
       kind = a.getKindAttr();
     }
-    InFlight flight;
-    for (Value v : ins)
-      flight.inputs.push_back(rootOf(v));
-    for (Value v : outs)
-      flight.outputs.push_back(rootOf(v));
+    InFlight flight(ins, outs);
 
     // The block's terminator conflicts, so there is always a first one.
     Operation *waitBefore = op->getNextNode();

@@ -329,7 +329,8 @@ void mlir::par::buildMemoryPlanPhase(OpPassManager &pm,
 }
 
 void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
-                                    const CPUKernelOptions *kernels) {
+                                    const CPUKernelOptions *kernels,
+                                    bool zeroPrefetch) {
   // Entry points get C interfaces first (func-to-LLVM reads the attribute).
   pm.addPass(createMarkEntryPoints());
   // Aggregated linalg ops (softmax) become generics the later steps handle.
@@ -378,6 +379,11 @@ void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
   // to their buffers: on buffers (where accesses and aliases are explicit)
   // and before deallocation, whose frees then follow the waits.
   pm.addPass(createAsyncCollectives());
+  // ZeRO-3's parameter gathers started one group ahead, waited for before
+  // the first use; also before deallocation, so that the gathered copy is
+  // live (and planned) from its start.
+  if (zeroPrefetch)
+    pm.addPass(createZeroPrefetch());
   // Every temporary is freed; returned buffers belong to the caller. This
   // is upstream's buffer deallocation pipeline with par-split-deallocs
   // before the simplification, whose pairwise alias proofs would otherwise
@@ -552,11 +558,13 @@ void mlir::par::buildBackendPipeline(OpPassManager &spmd, OpPassManager &lower,
   buildSPMDPhase(spmd, options.communication, program);
   buildExportPhase(lower, program);
   if (program.target.isCuda()) {
-    buildBufferizePhase(lower, /*outParams=*/true);
+    buildBufferizePhase(lower, /*outParams=*/true, /*kernels=*/nullptr,
+                        options.training.zeroPrefetch);
     buildMemoryPlanPhase(lower, program);
     buildLowerGPUPhase(lower, program.target.gpu);
   } else {
-    buildBufferizePhase(lower, /*outParams=*/false, &options.kernels);
+    buildBufferizePhase(lower, /*outParams=*/false, &options.kernels,
+                        options.training.zeroPrefetch);
     buildMemoryPlanPhase(lower, program);
     buildLowerCPUPhase(lower, options.kernels.outlineKernels,
                        program.kernelReport);

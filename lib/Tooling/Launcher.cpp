@@ -121,7 +121,7 @@ std::vector<std::string> mpirunArgs(int64_t ranks, const HostList &hosts,
   for (const char *var :
        {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "KMP_BLOCKTIME",
         "PAR_RUN_INJECT_CRASH", "PAR_RUN_INJECT_HANG", "PAR_RUN_INJECT_KILL",
-        "PAR_RUN_PID_DIR", "PAR_COLLECTIVE_TIMEOUT"})
+        "PAR_RUN_PID_DIR", "PAR_COLLECTIVE_TIMEOUT", "PAR_RT_DEFER_STARTED"})
     if (getenv(var)) {
       args.push_back("-x");
       args.push_back(var);

@@ -110,6 +110,23 @@ func.func @start_wait(%a: memref<16xf32>, %b: memref<16xf32>, %c: memref<4xf32>,
 
 // -----
 
+// Tests that a started all-gather takes the blocking one's arguments (dim
+// 1 of 2x3: C = 2, D = 3; f32 = 0; axis y = 2) and returns the request
+// handle, which the wait passes back.
+// CHECK-LABEL: func.func @gather_start_wait
+// CHECK:         %[[H:.*]] = call @par_rt_k_all_gather_start(%{{.*}}, %{{.*}}, %c2_i64, %c3_i64, %c0_i32, %c2_i64{{.*}}) : (i64, i64, i64, i64, i32, i64) -> i64
+// CHECK-NEXT:    memref.copy
+// CHECK-NEXT:    call @par_rt_k_wait(%[[H]]) : (i64) -> ()
+par.mesh @mesh ["x"=2, "y"=4]
+func.func @gather_start_wait(%a: memref<2x3xf32>, %b: memref<2x12xf32>, %c: memref<4xf32>, %d: memref<4xf32>) {
+  %h = par.buffer_all_gather_start %a, %b on @mesh axes = ["y"] dim = 1 : memref<2x3xf32>, memref<2x12xf32>
+  memref.copy %c, %d : memref<4xf32> to memref<4xf32>
+  par.buffer_wait %h ins(%a : memref<2x3xf32>) outs(%b : memref<2x12xf32>)
+  return
+}
+
+// -----
+
 // Tests that an element type the runtime has no code for is an error at
 // the op.
 par.mesh @mesh ["x"=2, "y"=4]

@@ -196,6 +196,60 @@ def AsyncCollectives : Pass<"par-async-collectives", "ModuleOp"> {
   ];
 }
 
+def ZeroPrefetch : Pass<"par-zero-prefetch", "ModuleOp"> {
+  let summary = "Starts ZeRO-3's parameter gathers one group ahead of their use";
+  let description = [{
+    After bufferization, each `par.buffer_all_gather` tagged
+    `par.zero_gather` (ZeRO-3's gather of a parameter shard before its
+    forward or backward use) becomes a `par.buffer_all_gather_start` issued
+    early and a `par.buffer_wait` at the gather's place, right before the
+    gathered buffer's first use; its output allocation moves with the
+    start. The compute in between overlaps the transfer (FSDP's
+    `forward_prefetch` / `backward_prefetch`).
+
+    How early, one group ahead: the tagged gathers of a block form groups,
+    runs of gathers with no compute between them (only allocations, views,
+    constants, other gathers: a layer's parameters gathered together, or one
+    gather where the uses are spread). The starts of group k go right after the waits of
+    group k-1, that is, while group k-1's parameters are in use; group 0's
+    go as early as their operands allow. So at most one group is in flight
+    ahead of the compute and at most two groups' gathered copies are live
+    beyond what the blocking program holds. Never above an op that may
+    write the shard (or an alias), read or write the gathered buffer, has
+    unknown memory effects (calls), or defines the shard. A gather whose
+    output is not a static allocation of its block used only after it, or
+    with no compute between its start's place and itself, stays blocking.
+
+    ```mlir
+    %g0 = memref.alloc() : memref<32x32xf32>
+    par.buffer_all_gather %w0, %g0 on @mesh axes = ["dp"] dim = 0 {par.zero_gather = "forward"} : memref<16x32xf32>, memref<32x32xf32>
+    linalg.matmul ins(%x, %g0 : ...) outs(%y : ...)
+    %g1 = memref.alloc() : memref<32x32xf32>
+    par.buffer_all_gather %w1, %g1 on @mesh axes = ["dp"] dim = 0 {par.zero_gather = "forward"} : memref<16x32xf32>, memref<32x32xf32>
+    linalg.matmul ins(%y, %g1 : ...) outs(%z : ...)
+    // becomes (the first gather has no compute before it: it stays)
+    %g0 = memref.alloc() : memref<32x32xf32>
+    par.buffer_all_gather %w0, %g0 on @mesh axes = ["dp"] dim = 0 {par.zero_gather = "forward"} : ...
+    %g1 = memref.alloc() : memref<32x32xf32>
+    %h1 = par.buffer_all_gather_start %w1, %g1 on @mesh axes = ["dp"] dim = 0 : ...
+    linalg.matmul ins(%x, %g0 : ...) outs(%y : ...)      // overlaps %h1
+    par.buffer_wait %h1 ins(%w1 : ...) outs(%g1 : ...)
+    linalg.matmul ins(%y, %g1 : ...) outs(%z : ...)
+    ```
+
+    Runs after par-async-collectives and before the buffer deallocation
+    pipeline (the gathered copy is then freed after its last use, as
+    before; the memory plan sees it live from the start).
+  }];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+  let statistics = [
+    Statistic<"numStarted", "started", "ZeRO-3 gathers made asynchronous">,
+    Statistic<"numKeptBlocking", "kept-blocking",
+              "Left blocking: no compute to overlap, or the output is not a "
+              "static allocation used only after the gather">
+  ];
+}
+
 def CommReport : Pass<"par-comm-report", "ModuleOp"> {
   let summary = "Prints the bytes each device sends per collective";
   let description = [{

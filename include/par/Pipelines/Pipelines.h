@@ -21,7 +21,8 @@
 //                   for the reference, the shardings stripped)
 //   export          the manifest, when a path is given
 //   bufferize       one-shot bufferization, buckets started and waited
-//                   for asynchronously, deallocation
+//                   for asynchronously, ZeRO-3's gathers prefetched,
+//                   deallocation
 //   lower           runtime calls, loops, LLVM dialect, packed entries
 //
 // A new phase is one more function here and, if it has options, one more
@@ -168,6 +169,13 @@ struct TrainingOptions : OptionGroup {
       owner, "zero-axes",
       llvm::cl::desc("zero>=1: the mesh axes to shard the optimizer state "
                      "over (default: those the data's dim 0 is split over)")};
+  Option<bool> zeroPrefetch{
+      owner, "zero-prefetch",
+      llvm::cl::desc("zero=3: start each group of parameter gathers while "
+                     "the previous group's parameters are in use, waiting "
+                     "right before the first use (par-zero-prefetch; off: "
+                     "blocking gathers at the use)"),
+      llvm::cl::init(true)};
   Option<std::string> recompute{
       owner, "recompute",
       llvm::cl::desc("Activation recomputation (par-recompute): none, "
@@ -486,9 +494,11 @@ void buildMemoryPlanPhase(OpPassManager &pm, const ProgramOptions &program);
 /// `outParams`: results become trailing out-parameters written in place
 /// (the cuda target's calling convention; the CPU returns buffers).
 /// `kernels` (CPU only): the tensor-level kernel passes (fusion with
-/// reductions, fast math) after elementwise fusion.
+/// reductions, fast math) after elementwise fusion. `zeroPrefetch`: ZeRO-3's
+/// parameter gathers started one group ahead (par-zero-prefetch).
 void buildBufferizePhase(OpPassManager &pm, bool outParams = false,
-                         const CPUKernelOptions *kernels = nullptr);
+                         const CPUKernelOptions *kernels = nullptr,
+                         bool zeroPrefetch = true);
 /// `outlineKernels`: every kernel a function (`report`: their counts).
 void buildLowerCPUPhase(OpPassManager &pm, bool outlineKernels = true,
                         bool report = false);

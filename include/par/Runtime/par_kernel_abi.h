@@ -76,9 +76,15 @@ void par_rt_k_bucket_all_reduce(int64_t members, int64_t n, int32_t dtype,
  * transfer advances inside later kernel calls (and the wait). */
 int64_t par_rt_k_all_reduce_start(int64_t members, int64_t n, int32_t dtype,
                                   int32_t reduction, int64_t axes);
-/* Completes a started all-reduce; a handle that is unknown or already
- * complete ends the job with a message (par_rt_request_wait, par_runtime.h,
- * returns a status instead). */
+/* par_rt_k_all_gather, started (ZeRO-3's prefetched parameter gathers):
+ * returns a request handle (> 0); until par_rt_k_wait(handle) returns, `in`
+ * may be read but not written and `out` must not be touched. Started
+ * all-gathers and all-reduces share the handles, the rules and the wait. */
+int64_t par_rt_k_all_gather_start(int64_t in, int64_t out, int64_t C,
+                                  int64_t D, int32_t dtype, int64_t axes);
+/* Completes a started all-reduce or all-gather; a handle that is unknown or
+ * already complete ends the job with a message (par_rt_request_wait,
+ * par_runtime.h, returns a status instead). */
 void par_rt_k_wait(int64_t request);
 
 /* `root` is the root's index within the group. */

@@ -96,7 +96,8 @@ void par_rt_context_reset_stats(par_rt_context_t *context);
  * "wait", which adds time only, and "send_async", bytes and time), so the
  * calls of the other kernels sum to `collectives`. A started bucket is one
  * call of "all_reduce_start" (its bytes) and one of "wait" (the time it
- * blocked); a blocking one is "bucket_all_reduce". Local kernels
+ * blocked); a blocking one is "bucket_all_reduce". A started all-gather is
+ * one call of "all_gather_start" (its bytes) and one of "wait". Local kernels
  * (all_slice, matmuls) are not counted, as in par_rt_stats_t. */
 typedef struct par_rt_kernel_stats_t {
   const char *kernel; /* "all_reduce", "all_to_all", ... (static storage) */
@@ -145,8 +146,9 @@ par_status_t par_rt_send_async(par_rt_context_t *context, const void *buffer,
                                int64_t coords, int64_t tag);
 /* Completes every par_rt_send_async started so far. */
 par_status_t par_rt_wait_sends(par_rt_context_t *context);
-/* Completes a bucket all-reduce started by par_rt_k_all_reduce_start
- * (par_kernel_abi.h), as par_rt_k_wait does, but returns a status instead
+/* Completes a bucket all-reduce started by par_rt_k_all_reduce_start (or an
+ * all-gather started by par_rt_k_all_gather_start; par_kernel_abi.h), as
+ * par_rt_k_wait does, but returns a status instead
  * of ending the job: PAR_ERR_INVALID_ARGUMENT ("request 7 is unknown or
  * already complete") for a handle that was never returned or was already
  * waited for. */

@@ -27,8 +27,9 @@
  * (par_function_info_t.compression_*) and "error_feedback" inputs. 5: the
  * session's tensor names, aliases and vocabularies (par_tensor_info_t.name,
  * num_aliases, vocab; par_function_tensor_alias) and the roles "tokens" and
- * "targets". */
-#define PAR_RT_API_VERSION 5
+ * "targets". 6: started all-gathers (par_rt_k_all_gather_start, completed by
+ * par_rt_k_wait; the kernel record "all_gather_start"). */
+#define PAR_RT_API_VERSION 6
 
 #ifdef __cplusplus
 extern "C" {

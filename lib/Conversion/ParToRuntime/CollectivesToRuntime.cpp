@@ -103,8 +103,11 @@ struct KernelPattern : public OpRewritePattern<OpTy> {
     for (Value buffer : op->getOperands())
       args.push_back(emitBufferAddress(rewriter, loc, buffer));
     ConcretePattern::appendArgs(rewriter, loc, op, *info, args);
-    emitRuntimeCall(rewriter, loc, op, ConcretePattern::kKernel, args);
-    rewriter.eraseOp(op);
+    // A started collective returns its request handle.
+    func::CallOp call = emitRuntimeCall(rewriter, loc, op,
+                                        ConcretePattern::kKernel, args,
+                                        op->getResultTypes());
+    rewriter.replaceOp(op, call.getResults());
     return success();
   }
 };
@@ -126,6 +129,20 @@ struct AllGatherPattern
   using KernelPattern::KernelPattern;
   static constexpr const char *kKernel = "par_rt_k_all_gather";
   static void appendArgs(OpBuilder &b, Location loc, BufferAllGatherOp op,
+                         KernelInfo info, SmallVectorImpl<Value> &args) {
+    appendBlocks(b, loc, op.getInput().getType().getShape(), op.getDim(),
+                 args);
+    args.append({i32(b, loc, info.dtype), i64(b, loc, info.axes)});
+  }
+};
+
+/// par_rt_k_all_gather_start: the blocking form's arguments, and the
+/// request handle back.
+struct AllGatherStartPattern
+    : KernelPattern<AllGatherStartPattern, BufferAllGatherStartOp> {
+  using KernelPattern::KernelPattern;
+  static constexpr const char *kKernel = "par_rt_k_all_gather_start";
+  static void appendArgs(OpBuilder &b, Location loc, BufferAllGatherStartOp op,
                          KernelInfo info, SmallVectorImpl<Value> &args) {
     appendBlocks(b, loc, op.getInput().getType().getShape(), op.getDim(),
                  args);
@@ -311,6 +328,7 @@ struct CollectivesToRuntimePass
     ModuleOp module = getOperation();
     if (!checkAll<BufferAllReduceOp, BufferBucketAllReduceOp,
                   BufferAllReduceStartOp, BufferAllGatherOp,
+                  BufferAllGatherStartOp,
                   BufferReduceScatterOp, BufferAllToAllOp, BufferAllSliceOp,
                   BufferBroadcastOp, BufferSendOp, BufferRecvOp>(module))
       return signalPassFailure();
@@ -330,7 +348,8 @@ struct CollectivesToRuntimePass
 
 void mlir::par::populateCollectivesToRuntimePatterns(
     RewritePatternSet &patterns) {
-  patterns.add<AllReducePattern, AllGatherPattern, ReduceScatterPattern,
+  patterns.add<AllReducePattern, AllGatherPattern, AllGatherStartPattern,
+               ReduceScatterPattern,
                AllToAllPattern, AllSlicePattern, BroadcastPattern, SendPattern,
                RecvPattern, BucketPattern<BufferBucketAllReduceOp>,
                BucketPattern<BufferAllReduceStartOp>, WaitPattern>(

@@ -43,8 +43,9 @@ extern "C" {
 #endif
 
 /* 1: the CUDA-only table. 2: one table for every backend. 3: bucket
- * all-reduces (bucket_start, bucket_wait, progress). 4: batch_matmul_mixed. */
-#define PAR_RT_BACKEND_ABI_VERSION 4u
+ * all-reduces (bucket_start, bucket_wait, progress). 4: batch_matmul_mixed.
+ * 5: started all-gathers (gather_start; bucket_wait completes any request). */
+#define PAR_RT_BACKEND_ABI_VERSION 5u
 
 /* The processes of a world, as its world backend reports them. */
 typedef struct par_rt_backend_world_t {
@@ -172,7 +173,7 @@ typedef struct par_rt_backend_t {
                                      int32_t dtype_a, int32_t dtype_b,
                                      int32_t accumulate);
 
-  /*--- Buckets (every backend) ---*/
+  /*--- Buckets and started gathers (every backend) ---*/
   /* Starts the all-reduce of `n` >= 1 members of one dtype and reduction as
    * ONE message over the group (members packed in order into one staging
    * buffer, unless there is one member) and returns the backend's request
@@ -184,14 +185,22 @@ typedef struct par_rt_backend_t {
                                const par_rt_bucket_member_t *members,
                                int64_t n, int32_t dtype, int32_t reduction,
                                void **request);
-  /* Completes a started bucket: the outputs hold the reductions. Frees the
-   * request, also on failure. */
+  /* Completes a started bucket or all-gather: the outputs hold the
+   * results. Frees the request, also on failure. */
   par_status_t (*bucket_wait)(void *state, void *request);
   /* Lets started buckets advance without blocking (MPI progresses a
    * nonblocking collective mostly inside MPI calls); NULL when they
    * progress on their own. Called by core at kernel entries while requests
    * are pending. */
   par_status_t (*progress)(void *state);
+  /* Starts all_gather's transfer (same arguments and layout) and returns
+   * the backend's request in *request (NULL on failure), completed by
+   * bucket_wait, in any order with the buckets. Until then `in` may be read
+   * but not written, `out` neither read nor written. */
+  par_status_t (*gather_start)(void *state,
+                               const par_rt_backend_group_t *group,
+                               const void *in, void *out, int64_t C,
+                               int64_t D, int32_t dtype, void **request);
 } par_rt_backend_t;
 
 typedef const par_rt_backend_t *(*par_rt_backend_get_fn)(void);

@@ -131,6 +131,7 @@ bool par::rt::hasEntriesFor(const par_rt_backend_t &t, bool world,
       {"matmul", t.matmul != nullptr, false},
       {"bucket_start", t.bucket_start != nullptr, false},
       {"bucket_wait", t.bucket_wait != nullptr, false},
+      {"gather_start", t.gather_start != nullptr, false},
   };
   for (const Entry &e : entries)
     if (!e.present && (world || !e.worldOnly)) {

@@ -43,9 +43,10 @@ struct Backend {
 /// par_rt_context_kernel_stats lists them: every entry point of Kernels.cpp
 /// that communicates (all_slice and the matmuls are local).
 inline constexpr const char *kKernelNames[] = {
-    "all_reduce", "bucket_all_reduce", "all_reduce_start", "wait",
-    "all_gather", "reduce_scatter",    "all_to_all",       "broadcast",
-    "send",       "send_async",        "recv"};
+    "all_reduce",       "bucket_all_reduce", "all_reduce_start",
+    "wait",             "all_gather",        "all_gather_start",
+    "reduce_scatter",   "all_to_all",        "broadcast",
+    "send",             "send_async",        "recv"};
 inline constexpr int kNumKernels =
     int(sizeof(kKernelNames) / sizeof(kKernelNames[0]));
 
@@ -88,12 +89,23 @@ struct par_rt_context_t {
   bool tracing = false;
   std::vector<par_rt_trace_event_t> trace;
 
-  /// Buckets started (par_rt_k_all_reduce_start) and not waited for: the
+  /// Buckets and gathers started (par_rt_k_all_reduce_start,
+  /// par_rt_k_all_gather_start) and not waited for: the
   /// handle the program holds -> the device backend's request. Handles are
   /// never reused, so a stale one is recognised as such.
   std::unordered_map<int64_t, void *> requests;
   /// Their groups' axes codes, for the watchdog's message.
   std::unordered_map<int64_t, int64_t> requestAxes;
+  /// Started all-gathers that PAR_RT_DEFER_STARTED=1 holds back (Kernels.cpp):
+  /// the handle -> the blocking all-gather the wait runs.
+  struct DeferredGather {
+    const void *in;
+    void *out;
+    int64_t C, D;
+    int32_t dtype;
+    int64_t axes;
+  };
+  std::unordered_map<int64_t, DeferredGather> deferredGathers;
   int64_t nextRequest = 1;
 
   /// Watchdog.h: ends the job when a collective does not complete within

@@ -17,6 +17,10 @@
 // starts; its wait adds only time. Each call is also accounted under its
 // kernel's name (Context.h's kKernelNames): one call, its bytes, its time.
 //
+// A started all-gather (par_rt_k_all_gather_start) is counted the same way
+// and shares the buckets' handles, wait and progress. PAR_RT_DEFER_STARTED=1
+// (a test hook) holds a started all-gather back until its wait.
+//
 // While buckets are in flight, every kernel entry first lets the backend
 // advance them (its `progress`: MPI_Testall on the MPI backend), so that
 // a transfer moves while the program computes between start and wait
@@ -30,6 +34,7 @@
 #include "../common/Dtype.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -91,6 +96,14 @@ public:
       if (__builtin_mul_overflow(r, f, &r))
         fail("buffer size overflows int64");
     return r;
+  }
+
+  /// Records a started collective's backend request; returns its handle.
+  int64_t record(void *request, int64_t axes) {
+    int64_t handle = ctx.nextRequest++;
+    ctx.requests.emplace(handle, request);
+    ctx.requestAxes.emplace(handle, axes);
+    return handle;
   }
 
   void checkBuffer(const char *what, int64_t address, int64_t bytes) const {
@@ -206,6 +219,18 @@ private:
   }
 };
 
+/// PAR_RT_DEFER_STARTED=1, a test hook: a started all-gather moves its data
+/// only when it is waited for, so that a program reading the output before
+/// its wait reads stale memory (test/e2e/zero-prefetch.test). Otherwise a
+/// transfer may well complete early, inside later kernel calls.
+bool deferStarted() {
+  static const bool on = [] {
+    const char *v = std::getenv("PAR_RT_DEFER_STARTED");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
 /// Reads and checks a bucket's members: `members` is the address of n
 /// (in, out, count) int64 triples. Returns the members and, in `bytes`,
 /// their bytes together.
@@ -251,11 +276,7 @@ int64_t startBucket(KernelCall &k, int64_t members, int64_t n, int32_t dtype,
   k.finish(k.ops().bucket_start(k.state(), &g, list.data(), n, dtype,
                                 reduction, &request),
            2.0 * ring(g.size) * double(bytes));
-  par_rt_context_t &ctx = k.context();
-  int64_t handle = ctx.nextRequest++;
-  ctx.requests.emplace(handle, request);
-  ctx.requestAxes.emplace(handle, axes);
-  return handle;
+  return k.record(request, axes);
 }
 
 } // namespace
@@ -349,6 +370,20 @@ par_status_t par::rt::waitRequest(par_rt_context_t &ctx, int64_t request) {
   void *backendRequest = it->second;
   ctx.requests.erase(it);
   ctx.requestAxes.erase(request);
+  auto deferred = ctx.deferredGathers.find(request);
+  if (deferred != ctx.deferredGathers.end()) {
+    // The held-back transfer, blocking, now.
+    par_rt_context_t::DeferredGather d = deferred->second;
+    ctx.deferredGathers.erase(deferred);
+    std::string why;
+    Group *g = findGroup(ctx, d.axes, why);
+    if (!g)
+      return setError(ctx, PAR_ERR_INVALID_ARGUMENT, why);
+    return backendStatus(ctx, ctx.device,
+                         ctx.device.ops->all_gather(ctx.device.state, &g->desc,
+                                                    d.in, d.out, d.C, d.D,
+                                                    d.dtype));
+  }
   return backendStatus(ctx, ctx.device,
                        ctx.device.ops->bucket_wait(ctx.device.state,
                                                    backendRequest));
@@ -379,6 +414,34 @@ PAR_RT_EXPORT void par_rt_k_all_gather(int64_t in, int64_t out, int64_t C,
   k.start();
   k.finish(k.ops().all_gather(k.state(), &g, ptr(in), ptr(out), C, D, dtype),
            ring(g.size) * double(outBytes));
+}
+
+PAR_RT_EXPORT int64_t par_rt_k_all_gather_start(int64_t in, int64_t out,
+                                                int64_t C, int64_t D,
+                                                int32_t dtype, int64_t axes) {
+  KernelCall k("all_gather_start");
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"C", C}, {"D", D}});
+  const par_rt_backend_group_t &g = k.group(axes);
+  int64_t inBytes = k.mul({C, D, es});
+  int64_t outBytes = k.mul({inBytes, g.size});
+  k.checkBuffer("in", in, inBytes);
+  k.checkBuffer("out", out, outBytes);
+  k.start();
+  void *request = nullptr;
+  // Counted when it starts, as a bucket; its wait adds only time.
+  if (deferStarted()) {
+    k.finish(PAR_OK, ring(g.size) * double(outBytes));
+    int64_t handle = k.record(nullptr, axes);
+    k.context().deferredGathers.emplace(
+        handle, par_rt_context_t::DeferredGather{ptr(in), ptr(out), C, D,
+                                                 dtype, axes});
+    return handle;
+  }
+  k.finish(k.ops().gather_start(k.state(), &g, ptr(in), ptr(out), C, D, dtype,
+                                &request),
+           ring(g.size) * double(outBytes));
+  return k.record(request, axes);
 }
 
 PAR_RT_EXPORT void par_rt_k_reduce_scatter(int64_t in, int64_t out, int64_t A,

@@ -13,9 +13,10 @@
 // once (so par_rt_send_async completes immediately too) and a later recv
 // with the same tag takes the oldest such message, as MPI's eager sends to
 // self behave; a recv with no message waiting fails with a clear error
-// instead of waiting forever. A bucket all-reduce copies its members when
-// it starts; its wait only frees the request. matmuls run on the host
-// kernels that the MPI backend uses too (common/HostKernels).
+// instead of waiting forever. A bucket all-reduce (a started all-gather)
+// copies its members (its input) when it starts; its wait only frees the
+// request. matmuls run on the host kernels that the MPI backend uses too
+// (common/HostKernels).
 //
 //===----------------------------------------------------------------------===//
 
@@ -194,6 +195,17 @@ par_status_t bucketStart(void *state, const par_rt_backend_group_t *g,
   return PAR_OK;
 }
 
+/// The same for a started all-gather: copied at once.
+par_status_t gatherStart(void *state, const par_rt_backend_group_t *g,
+                         const void *in, void *out, int64_t C, int64_t D,
+                         int32_t dtype, void **request) {
+  *request = nullptr;
+  if (par_status_t s = allGather(state, g, in, out, C, D, dtype))
+    return s;
+  *request = &completedRequest;
+  return PAR_OK;
+}
+
 par_status_t bucketWait(void *, void *) { return PAR_OK; }
 
 using Host = HostKernelEntries<State>;
@@ -229,6 +241,7 @@ const par_rt_backend_t kTable = {
     bucketStart,
     bucketWait,
     /*progress=*/nullptr, // copies complete at the start
+    gatherStart,
 };
 
 } // namespace

@@ -1565,6 +1565,38 @@ func.func @f(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
 // -----
 
 par.mesh @m ["a"=2]
+func.func @f(%a: memref<4xf32>, %b: memref<8xf32>) {
+  // Tests that a started all-gather is waited for.
+  // expected-error@+1 {{'par.buffer_all_gather_start' op request must be completed by exactly one par.buffer_wait}}
+  %h = par.buffer_all_gather_start %a, %b on @m axes = ["a"] dim = 0 : memref<4xf32>, memref<8xf32>
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2]
+func.func @f(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // Tests that a started all-gather's output is the gathered shape.
+  // expected-error@+1 {{'par.buffer_all_gather_start' op result dimension 0 should be 8, got 4}}
+  %h = par.buffer_all_gather_start %a, %b on @m axes = ["a"] dim = 0 : memref<4xf32>, memref<4xf32>
+  par.buffer_wait %h ins(%a : memref<4xf32>) outs(%b : memref<4xf32>)
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2]
+func.func @f(%a: memref<4xf32>, %b: memref<8xf32>, %c: memref<8xf32>) {
+  %h = par.buffer_all_gather_start %a, %b on @m axes = ["a"] dim = 0 : memref<4xf32>, memref<8xf32>
+  // Tests that the wait names its started all-gather's buffers.
+  // expected-error@+1 {{'par.buffer_wait' op must name the buffers of its par.buffer_all_gather_start}}
+  par.buffer_wait %h ins(%a : memref<4xf32>) outs(%c : memref<8xf32>)
+  return
+}
+
+// -----
+
+par.mesh @m ["a"=2]
 func.func @f(%a: memref<4xf32>, %b: memref<4xf32>, %p: i1) {
   %h = par.buffer_all_reduce_start ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on @m axes = ["a"] kind = sum
   scf.if %p {

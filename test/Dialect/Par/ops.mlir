@@ -323,12 +323,16 @@ func.func @buffers(%a: memref<8xf32>, %b: memref<8xf32>, %g: memref<16xf32>,
 // CHECK:         par.buffer_bucket_all_reduce ins(%{{.*}}, %{{.*}} : memref<8xf32>, memref<16xf32>) outs(%{{.*}}, %{{.*}} : memref<8xf32>, memref<16xf32>) on @late axes = ["p"] kind = avg
 // CHECK:         %[[H:.*]] = par.buffer_all_reduce_start ins(%{{.*}} : memref<8xf32>) outs(%{{.*}} : memref<8xf32>) on @late axes = ["p"] kind = max
 // CHECK-NEXT:    par.buffer_wait %[[H]] ins(%{{.*}} : memref<8xf32>) outs(%{{.*}} : memref<8xf32>)
+// CHECK:         %[[G:.*]] = par.buffer_all_gather_start %{{.*}}, %{{.*}} on @late axes = ["p"] dim = 0 {par.zero_gather = "forward"} : memref<8xf32>, memref<16xf32>
+// CHECK-NEXT:    par.buffer_wait %[[G]] ins(%{{.*}} : memref<8xf32>) outs(%{{.*}} : memref<16xf32>)
 func.func @buckets(%x: tensor<8xf32>, %y: tensor<2x4xf32>, %a: memref<8xf32>,
                    %b: memref<8xf32>, %g: memref<16xf32>, %h: memref<16xf32>) -> (tensor<8xf32>, tensor<2x4xf32>) {
   %r:2 = par.bucket_all_reduce %x, %y on @late axes = ["p"] kind = sum : tensor<8xf32>, tensor<2x4xf32>
   par.buffer_bucket_all_reduce ins(%a, %g : memref<8xf32>, memref<16xf32>) outs(%b, %h : memref<8xf32>, memref<16xf32>) on @late axes = ["p"] kind = avg
   %req = par.buffer_all_reduce_start ins(%a : memref<8xf32>) outs(%b : memref<8xf32>) on @late axes = ["p"] kind = max
   par.buffer_wait %req ins(%a : memref<8xf32>) outs(%b : memref<8xf32>)
+  %gat = par.buffer_all_gather_start %a, %g on @late axes = ["p"] dim = 0 {par.zero_gather = "forward"} : memref<8xf32>, memref<16xf32>
+  par.buffer_wait %gat ins(%a : memref<8xf32>) outs(%g : memref<16xf32>)
   return %r#0, %r#1 : tensor<8xf32>, tensor<2x4xf32>
 }
 

@@ -572,6 +572,8 @@ public:
         }
         allGather(axes, dt, 2, 3);
         allGather(axes, dt, 1, 4);
+        allGather(axes, dt, 2, 3, /*started=*/true);
+        allGather(axes, dt, 1, 4, /*started=*/true);
         allToAll(axes, dt, 2, 3, 3, 2);
         allToAll(axes, dt, 1, 4, 1, 4);
         allSlice(axes, dt, 2, 3);
@@ -760,21 +762,35 @@ private:
           why);
   }
 
+  /// `started`: par_rt_k_all_gather_start, a matmul (other work that
+  /// lets it progress), then par_rt_k_wait; C > 1 is the non-leading
+  /// layout the backends re-lay out after the transfer.
   void allGather(const std::vector<int> &axes, int32_t dt, int64_t C,
-                 int64_t D) {
+                 int64_t D, bool started = false) {
     int salt = 40 + dt;
     std::vector<int64_t> m = mesh.members(axes);
     int64_t n = int64_t(m.size());
     Buffer in(input(mesh.rank, C * D, salt, dt));
     Buffer out(garbage(C * n * D, dt));
-    par_rt_k_all_gather(in.addr(), out.addr(), C, D, dt, axesCode(axes));
+    if (started) {
+      int64_t h = par_rt_k_all_gather_start(in.addr(), out.addr(), C, D, dt,
+                                            axesCode(axes));
+      Buffer x(input(mesh.rank, 12, 1, PAR_F32));
+      Buffer y(input(mesh.rank, 20, 2, PAR_F32));
+      Buffer z(garbage(15, PAR_F32));
+      par_rt_k_matmul(x.addr(), y.addr(), z.addr(), 3, 5, 4, PAR_F32, 0);
+      par_rt_k_wait(h);
+    } else {
+      par_rt_k_all_gather(in.addr(), out.addr(), C, D, dt, axesCode(axes));
+    }
     Bytes want(size_t(C * n * D * sizeOf(dt)));
     for (int64_t c = 0; c < C; ++c)
       for (int64_t j = 0; j < n; ++j)
         for (int64_t d = 0; d < D; ++d)
           put(dt, want, (c * n + j) * D + d, valueOf(m[j], c * D + d, salt, dt));
-    check("all_gather C=" + std::to_string(C) + " D=" + std::to_string(D) +
-              " " + where(axes, dt),
+    check(std::string(started ? "all_gather start/wait" : "all_gather") +
+              " C=" + std::to_string(C) + " D=" + std::to_string(D) + " " +
+              where(axes, dt),
           compare(dt, out.read(), want));
   }
 
@@ -1155,6 +1171,7 @@ private:
             "records";
     for (const char *k : {"all_reduce", "bucket_all_reduce",
                           "all_reduce_start", "wait", "all_gather",
+                          "all_gather_start",
                           "reduce_scatter", "all_to_all", "broadcast", "send",
                           "send_async", "recv"})
       if (why.empty() && !recordOf(recs, k).kernel)
@@ -1195,6 +1212,11 @@ private:
     expect("all_reduce", 2 * ring * 3);
     par_rt_k_all_gather(in.addr(), out.addr(), 1, 5, PAR_I8, code);
     expect("all_gather", ring * (n * 5));
+    int64_t g = par_rt_k_all_gather_start(in.addr(), out.addr(), 2, 3,
+                                          PAR_F32, code);
+    par_rt_k_wait(g);
+    expect("all_gather_start", ring * (n * 6 * 4));
+    expect("wait", 0);
     par_rt_k_all_to_all(in.addr(), out.addr(), 1, 5, 1, 5, PAR_I8, code);
     expect("all_to_all", ring * (n * 5));
     par_rt_k_all_to_all(in.addr(), out.addr(), 1, 3, 1, 3, PAR_I32, code);

@@ -768,6 +768,7 @@ PAR_COLLECTIVE_COMMON(BufferSendOp)
 PAR_COLLECTIVE_COMMON(BufferRecvOp)
 PAR_COLLECTIVE_COMMON(BufferBucketAllReduceOp)
 PAR_COLLECTIVE_COMMON(BufferAllReduceStartOp)
+PAR_COLLECTIVE_COMMON(BufferAllGatherStartOp)
 #undef PAR_COLLECTIVE_COMMON
 #undef PAR_COLLECTIVE_GROUP_SIZE
 
@@ -870,28 +871,48 @@ LogicalResult BufferBucketAllReduceOp::verify() {
   return verifyBucket(*this, getMeshAttr(), getAxes(), getInputs().getTypes(),
                       getOutputs().getTypes());
 }
+/// A request never waited for would leave its transfer (and the runtime's
+/// record of it) open; two waits would complete it twice.
+static LogicalResult verifyRequest(Operation *op, Value request) {
+  if (!request.hasOneUse() ||
+      !isa<BufferWaitOp>(*request.getUsers().begin()))
+    return op->emitOpError("request must be completed by exactly one "
+                           "par.buffer_wait");
+  return success();
+}
 LogicalResult BufferAllReduceStartOp::verify() {
   if (failed(verifyBucket(*this, getMeshAttr(), getAxes(),
                           getInputs().getTypes(), getOutputs().getTypes())))
     return failure();
-  // A request never waited for would leave its transfer (and the runtime's
-  // record of it) open; two waits would complete it twice.
-  if (!getRequest().hasOneUse() ||
-      !isa<BufferWaitOp>(*getRequest().getUsers().begin()))
-    return emitOpError("request must be completed by exactly one "
-                       "par.buffer_wait");
-  return success();
+  return verifyRequest(*this, getRequest());
+}
+LogicalResult BufferAllGatherStartOp::verify() {
+  if (failed(verifyResize(*this, getMeshAttr(), getAxes(),
+                          getInput().getType(), getOutput().getType(),
+                          getDim(), /*gather=*/true)))
+    return failure();
+  return verifyRequest(*this, getRequest());
 }
 LogicalResult BufferWaitOp::verify() {
-  auto start = getRequest().getDefiningOp<BufferAllReduceStartOp>();
-  if (!start)
-    return emitOpError("request must come from a par.buffer_all_reduce_start");
+  Operation *start = getRequest().getDefiningOp();
+  if (!isa_and_nonnull<BufferAllReduceStartOp, BufferAllGatherStartOp>(start))
+    return emitOpError("request must come from a par.buffer_all_reduce_start "
+                       "or a par.buffer_all_gather_start");
   if (start->getBlock() != (*this)->getBlock())
-    return emitOpError("must be in the block of its par.buffer_all_reduce_start");
-  if (!llvm::equal(start.getInputs(), getInputs()) ||
-      !llvm::equal(start.getOutputs(), getOutputs()))
-    return emitOpError("must name the buffers of its "
-                       "par.buffer_all_reduce_start");
+    return emitOpError() << "must be in the block of its "
+                         << start->getName().getStringRef();
+  ValueRange ins, outs;
+  if (auto reduce = dyn_cast<BufferAllReduceStartOp>(start)) {
+    ins = reduce.getInputs();
+    outs = reduce.getOutputs();
+  } else {
+    // Operand 0 is the input, operand 1 the output.
+    ins = start->getOperands().take_front();
+    outs = start->getOperands().drop_front();
+  }
+  if (!llvm::equal(ins, getInputs()) || !llvm::equal(outs, getOutputs()))
+    return emitOpError() << "must name the buffers of its "
+                         << start->getName().getStringRef();
   return success();
 }
 

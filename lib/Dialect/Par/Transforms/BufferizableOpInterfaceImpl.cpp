@@ -6,6 +6,7 @@
 // buffer. Nothing here knows the runtime: Conversion/ParToRuntime turns the
 // buffer forms into calls of the runtime's kernel ABI, so bufferization
 // only bufferizes and each target lowers the same ops its own way.
+// A ZeRO-3 gather's `par.zero_gather` tag is kept on its buffer form.
 // par.recompute_barrier bufferizes to its operand's buffer (an alias).
 //
 //===----------------------------------------------------------------------===//
@@ -109,8 +110,13 @@ struct AllReduceModel : CollectiveModel<AllReduceModel, AllReduceOp> {
 
 struct AllGatherModel : CollectiveModel<AllGatherModel, AllGatherOp> {
   static void build(RewriterBase &b, AllGatherOp op, Value in, Value out) {
-    BufferAllGatherOp::create(b, op.getLoc(), in, out, op.getMeshAttr(),
-                              op.getAxes(), op.getDimAttr());
+    auto gather = BufferAllGatherOp::create(b, op.getLoc(), in, out,
+                                            op.getMeshAttr(), op.getAxes(),
+                                            op.getDimAttr());
+    // ZeRO-3's parameter gathers stay marked: par-zero-prefetch starts
+    // them ahead of their use.
+    if (Attribute phase = op->getAttr(ParDialect::kZeROGatherAttrName))
+      gather->setAttr(ParDialect::kZeROGatherAttrName, phase);
   }
 };
 

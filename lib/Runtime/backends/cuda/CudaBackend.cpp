@@ -20,6 +20,9 @@
 //   bucket          on the communication stream: the members copied into
 //                   one staging buffer, one ncclAllReduce, copied back,
 //                   an event recorded; the wait synchronizes the event
+//   gather start    on the communication stream: ncclAllGather (into
+//                   staging and unpacked when C > 1), an event recorded;
+//                   the same wait
 //
 // Packing is cudaMemcpy2DAsync (a strided copy is exactly a block transpose
 // of the layouts involved), so no device code is compiled and no nvcc is
@@ -214,9 +217,9 @@ par_status_t pack(State &s, const void *in, void *out, int64_t A, int64_t n,
   return PAR_OK;
 }
 
-/// [n][C][D] -> [C][n][D].
-par_status_t unpack(State &s, const void *in, void *out, int64_t C, int64_t n,
-                    int64_t D, int64_t es) {
+/// [n][C][D] -> [C][n][D], on `stream`.
+par_status_t unpackOn(State &s, cudaStream_t stream, const void *in, void *out,
+                      int64_t C, int64_t n, int64_t D, int64_t es) {
   if (C == 0 || D == 0)
     return PAR_OK;
   size_t row = size_t(D * es);
@@ -227,8 +230,14 @@ par_status_t unpack(State &s, const void *in, void *out, int64_t C, int64_t n,
                                      static_cast<const char *>(in) +
                                          j * C * row,
                                      row, row, size_t(C),
-                                     cudaMemcpyDeviceToDevice, s.stream));
+                                     cudaMemcpyDeviceToDevice, stream));
   return PAR_OK;
+}
+
+/// [n][C][D] -> [C][n][D], on the context's stream.
+par_status_t unpack(State &s, const void *in, void *out, int64_t C, int64_t n,
+                    int64_t D, int64_t es) {
+  return unpackOn(s, s.stream, in, out, C, n, D, es);
 }
 
 /// While buckets are in flight, the main stream's collectives queue behind
@@ -707,8 +716,9 @@ par_status_t batchMatmulMixed(void *state, const void *a, const void *b,
 // Buckets
 //===----------------------------------------------------------------------===//
 
-/// A started bucket: `done` is recorded on the communication stream after
-/// its outputs are written; `staging` is a stream-ordered allocation.
+/// A started bucket or all-gather: `done` is recorded on the communication
+/// stream after its outputs are written; `staging` is a stream-ordered
+/// allocation.
 struct BucketRequest {
   cudaEvent_t done = nullptr;
   void *staging = nullptr;
@@ -736,10 +746,9 @@ void freeBuckets(State &s) {
   s.comm = nullptr;
 }
 
-/// Queues a bucket's work on the communication stream.
-par_status_t enqueueBucket(State &s, ncclComm_t comm, BucketRequest &r,
-                           const par_rt_bucket_member_t *members, int64_t n,
-                           int32_t dtype, int32_t reduction) {
+/// Orders the communication stream (created on first use) after
+/// everything the program queued.
+par_status_t joinCommStream(State &s) {
   if (!s.comm) {
     PAR_CUDA_CHECK(s, "cudaStreamCreateWithFlags",
                    cudaStreamCreateWithFlags(&s.comm, cudaStreamNonBlocking));
@@ -757,7 +766,24 @@ par_status_t enqueueBucket(State &s, ncclComm_t comm, BucketRequest &r,
     e = cudaStreamWaitEvent(s.comm, ready, 0);
   cudaEventDestroy(ready);
   PAR_CUDA_CHECK(s, "cudaStreamWaitEvent", e);
+  return PAR_OK;
+}
 
+/// Records the request's `done` (and the stream's tail) after its work.
+par_status_t recordDone(State &s, BucketRequest &r) {
+  PAR_CUDA_CHECK(s, "cudaEventCreateWithFlags",
+                 cudaEventCreateWithFlags(&r.done, cudaEventDisableTiming));
+  PAR_CUDA_CHECK(s, "cudaEventRecord", cudaEventRecord(r.done, s.comm));
+  PAR_CUDA_CHECK(s, "cudaEventRecord", cudaEventRecord(s.commTail, s.comm));
+  return PAR_OK;
+}
+
+/// Queues a bucket's work on the communication stream.
+par_status_t enqueueBucket(State &s, ncclComm_t comm, BucketRequest &r,
+                           const par_rt_bucket_member_t *members, int64_t n,
+                           int32_t dtype, int32_t reduction) {
+  if (par_status_t st = joinCommStream(s))
+    return st;
   ncclDataType_t type = ncclType(dtype);
   ncclRedOp_t op = ncclOp(dtype, reduction);
   if (n == 1) {
@@ -790,11 +816,35 @@ par_status_t enqueueBucket(State &s, ncclComm_t comm, BucketRequest &r,
                                        size_t(members[i].count * es),
                                        cudaMemcpyDeviceToDevice, s.comm));
   }
-  PAR_CUDA_CHECK(s, "cudaEventCreateWithFlags",
-                 cudaEventCreateWithFlags(&r.done, cudaEventDisableTiming));
-  PAR_CUDA_CHECK(s, "cudaEventRecord", cudaEventRecord(r.done, s.comm));
-  PAR_CUDA_CHECK(s, "cudaEventRecord", cudaEventRecord(s.commTail, s.comm));
-  return PAR_OK;
+  return recordDone(s, r);
+}
+
+/// Queues a started all-gather on the communication stream: ncclAllGather
+/// into the output ([n][D] when C == 1), or into stream-ordered staging
+/// unpacked to [C][n][D] on the same stream.
+par_status_t enqueueGather(State &s, const par_rt_backend_group_t *g,
+                           ncclComm_t comm, BucketRequest &r, const void *in,
+                           void *out, int64_t C, int64_t D, int32_t dtype) {
+  if (par_status_t st = joinCommStream(s))
+    return st;
+  int64_t n = g->size, es = dtypeSize(dtype), block = C * D;
+  size_t outBytes = size_t(n * block * es);
+  bool inPlace = in == static_cast<char *>(out) + g->index * block * es;
+  if (C == 1 && (inPlace || !overlaps(in, size_t(block * es), out, outBytes))) {
+    PAR_NCCL_CHECK(s, "ncclAllGather", comm,
+                   ncclAllGather(in, out, size_t(block), ncclType(dtype), comm,
+                                 s.comm));
+    return recordDone(s, r);
+  }
+  PAR_CUDA_CHECK(s, "cudaMallocAsync",
+                 cudaMallocAsync(&r.staging, std::max<size_t>(outBytes, 1),
+                                 s.comm));
+  PAR_NCCL_CHECK(s, "ncclAllGather", comm,
+                 ncclAllGather(in, r.staging, size_t(block), ncclType(dtype),
+                               comm, s.comm));
+  if (par_status_t st = unpackOn(s, s.comm, r.staging, out, C, n, D, es))
+    return st;
+  return recordDone(s, r);
 }
 
 par_status_t bucketStart(State &s, const par_rt_backend_group_t *,
@@ -805,6 +855,22 @@ par_status_t bucketStart(State &s, const par_rt_backend_group_t *,
   auto *r = new BucketRequest;
   if (par_status_t st = enqueueBucket(s, comm, *r, members, n, dtype,
                                       reduction)) {
+    if (s.comm)
+      cudaStreamSynchronize(s.comm);
+    releaseBucket(s, r);
+    return st;
+  }
+  s.pendingBuckets.insert(r);
+  *request = r;
+  return PAR_OK;
+}
+
+par_status_t gatherStart(State &s, const par_rt_backend_group_t *g,
+                         ncclComm_t comm, const void *in, void *out, int64_t C,
+                         int64_t D, int32_t dtype, void **request) {
+  *request = nullptr;
+  auto *r = new BucketRequest;
+  if (par_status_t st = enqueueGather(s, g, comm, *r, in, out, C, D, dtype)) {
     if (s.comm)
       cudaStreamSynchronize(s.comm);
     releaseBucket(s, r);
@@ -857,6 +923,7 @@ const par_rt_backend_t kTable = {
     OnGroup<bucketStart>::entry,
     bucketWait,
     /*progress=*/nullptr, // NCCL's kernels progress on their own
+    OnGroup<gatherStart>::entry,
 };
 
 } // namespace

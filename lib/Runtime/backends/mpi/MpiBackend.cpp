@@ -336,6 +336,7 @@ const par_rt_backend_t kTable = {
     OnGroup<bucketStart>::entry,
     bucketWait,
     bucketProgress,
+    OnGroup<gatherStart>::entry,
 };
 
 } // namespace

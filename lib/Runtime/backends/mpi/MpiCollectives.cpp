@@ -9,6 +9,8 @@
 //   all_to_all      pack, MPI_Alltoall, unpack
 //   bucket          pack the members into one buffer, MPI_Iallreduce in
 //                   place, MPI_Wait, unpack (one member: no staging)
+//   gather start    MPI_Iallgather into [n][C][D] (C == 1: the output),
+//                   MPI_Wait, unpack to [C][n][D]
 //
 // When the outer extent (C or A) is 1 the layouts coincide and the packing is
 // skipped. f16/bf16 reductions widen to f32, reduce, and round back (MPI has
@@ -303,8 +305,13 @@ namespace {
 
 /// A started bucket: its members, the buffer the reduction runs on (the
 /// staging buffer, or a lone member's output) and MPI's requests (one per
-/// piece of kPiece elements).
+/// piece of kPiece elements). Or a started all-gather (`gather`): one
+/// request, its blocks staged as [n][C][D] when C > 1, unpacked by the wait
+/// into `gatherOut`.
 struct BucketRequest {
+  bool gather = false;
+  int64_t C = 1, D = 0;
+  void *gatherOut = nullptr;
   std::vector<par_rt_bucket_member_t> members;
   int32_t dtype = 0, reduction = 0;
   int64_t groupSize = 1, total = 0;
@@ -377,6 +384,44 @@ par_status_t par::rt::mpi::bucketStart(State &s,
   return PAR_OK;
 }
 
+par_status_t par::rt::mpi::gatherStart(State &s,
+                                       const par_rt_backend_group_t *g,
+                                       MPI_Comm comm, const void *in,
+                                       void *out, int64_t C, int64_t D,
+                                       int32_t dtype, void **request) {
+  *request = nullptr;
+  int64_t n = g->size, es = dtypeSize(dtype), block = C * D;
+  if (par_status_t st = checkBlock(s, block))
+    return st;
+  auto *r = new BucketRequest;
+  r->gather = true;
+  r->C = C;
+  r->D = D;
+  r->dtype = dtype;
+  r->groupSize = n;
+  r->gatherOut = out;
+  size_t outBytes = size_t(n * block * es);
+  // As the blocking form: straight into the output when it already is
+  // [n][D] and does not hold the input (MPI forbids the overlap).
+  void *dest = out;
+  if (C != 1 || overlaps(in, size_t(block * es), out, outBytes)) {
+    r->staging.resize(std::max<size_t>(outBytes, 1));
+    dest = r->staging.data();
+  }
+  MPI_Datatype type = moveType(dtype);
+  MPI_Request req;
+  int rc = MPI_Iallgather(in, int(block), type, dest, int(block), type, comm,
+                          &req);
+  if (rc != MPI_SUCCESS) {
+    delete r;
+    return mpiError(s, "MPI_Iallgather", rc);
+  }
+  r->requests.push_back(req);
+  s.pendingBuckets.insert(r);
+  *request = r;
+  return PAR_OK;
+}
+
 par_status_t par::rt::mpi::bucketWait(void *state, void *request) {
   State &s = st(state);
   auto *r = static_cast<BucketRequest *>(request);
@@ -386,6 +431,15 @@ par_status_t par::rt::mpi::bucketWait(void *state, void *request) {
   if (rc != MPI_SUCCESS) {
     delete r;
     return mpiError(s, "MPI_Waitall", rc);
+  }
+  if (r->gather) {
+    // The gathered blocks to the kernel ABI's layout.
+    if (!r->staging.empty())
+      unpackBlocks(r->staging.data(),
+                   static_cast<unsigned char *>(r->gatherOut), r->C,
+                   r->groupSize, r->D, dtypeSize(r->dtype));
+    delete r;
+    return PAR_OK;
   }
   if (r->reduction == PAR_AVG)
     divideBy(r->data, r->total, r->type, r->groupSize);

@@ -43,7 +43,7 @@ struct State {
   /// Sends started by send_async, completed by wait_sends.
   std::vector<MPI_Request> pendingSends;
 
-  /// Buckets started and not waited for (MpiCollectives.cpp's
+  /// Buckets and all-gathers started and not waited for (MpiCollectives.cpp's
   /// BucketRequest): tested by progress, completed by destroy.
   std::unordered_set<void *> pendingBuckets;
 
@@ -109,6 +109,13 @@ par_status_t bucketStart(State &s, const par_rt_backend_group_t *g,
                          MPI_Comm comm, const par_rt_bucket_member_t *members,
                          int64_t n, int32_t dtype, int32_t reduction,
                          void **request);
+/// A started all-gather: one MPI_Iallgather, into the output when the
+/// layouts coincide (C == 1), else into a staging buffer that the wait
+/// unpacks to [C][n][D]. The same request and wait as a bucket.
+par_status_t gatherStart(State &s, const par_rt_backend_group_t *g,
+                         MPI_Comm comm, const void *in, void *out, int64_t C,
+                         int64_t D, int32_t dtype, void **request);
+/// Completes a started bucket or all-gather.
 par_status_t bucketWait(void *state, void *request);
 /// MPI_Testall on every pending bucket: OpenMPI advances a nonblocking
 /// collective mostly inside MPI calls, and this one runs at kernel entries.

@@ -386,12 +386,40 @@ def Par_BufferAllReduceStartOp : Par_BufferOp<"all_reduce_start",
   }];
 }
 
-def Par_BufferWaitOp : Par_Op<"buffer_wait", [AttrSizedOperandSegments]> {
-  let summary = "Completes a started all-reduce";
+// Asynchronous all-gather: par-zero-prefetch starts ZeRO-3's parameter
+// gathers ahead of their use. The same contract as the all-reduce start
+// (the input read-only, the output untouched until the wait).
+def Par_BufferAllGatherStartOp : Par_BufferOp<"all_gather_start"> {
+  let summary = "Starts an all-gather of one buffer";
   let description = [{
-    Waits for the request of the `par.buffer_all_reduce_start` that defines
-    `request` (in the same block, with the same buffers); afterwards the
-    outputs hold the reductions and the inputs may be written again.
+    Starts what `par.buffer_all_gather` does and returns its request
+    handle, which exactly one `par.buffer_wait` with the same buffers
+    completes later in the same block. Until then the input may be read but
+    not written, and the output is neither read nor written.
+
+    ```mlir
+    %h = par.buffer_all_gather_start %w, %g on @mesh axes = ["dp"] dim = 0 : memref<16x32xf32>, memref<32x32xf32>
+    ... compute that touches neither %g nor writes %w ...
+    par.buffer_wait %h ins(%w : memref<16x32xf32>) outs(%g : memref<32x32xf32>)
+    ```
+  }];
+  let arguments = (ins Arg<AnyStaticShapeMemRef, "", [MemRead]>:$input,
+                       Arg<AnyStaticShapeMemRef, "", [MemWrite]>:$output,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$dim);
+  let results = (outs I64:$request);
+  let assemblyFormat = [{
+    $input `,` $output `on` $mesh `axes` `=` $axes `dim` `=` $dim attr-dict `:` type($input) `,` type($output)
+  }];
+}
+
+def Par_BufferWaitOp : Par_Op<"buffer_wait", [AttrSizedOperandSegments]> {
+  let summary = "Completes a started all-reduce or all-gather";
+  let description = [{
+    Waits for the request of the `par.buffer_all_reduce_start` or
+    `par.buffer_all_gather_start` that defines `request` (in the same
+    block, with the same buffers); afterwards the outputs hold the results
+    and the inputs may be written again.
 
     ```mlir
     par.buffer_wait %h ins(%a : memref<64xf32>) outs(%ra : memref<64xf32>)
