@@ -1164,7 +1164,10 @@ def format_plan(result: "ImportResult", report: Optional[str] = None) -> str:
             gathers = [c for c in tpc if c["kind"] in ("all_gather", "all_to_all")]
             lines.append(f"  par's report, @{f} over tp: {len(tpc)} collectives, {got} bytes "
                          f"per device ({len(gathers)} all_gather/all_to_all)"
-                         + (" = predicted" if got == total and not gathers else ""))
+                         + ("" if gathers else
+                            " = predicted" if got == total else
+                            f", {total - got} under the prediction" if got < total else
+                            f", {got - total} over the prediction"))
     return "\n".join(lines) + "\n"
 
 
