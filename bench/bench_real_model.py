@@ -92,6 +92,8 @@ def main():
     p.add_argument("--layers", type=int, default=12)
     p.add_argument("--attn", default="default")
     p.add_argument("--work", default="")
+    p.add_argument("--options", default="",
+                   help="more par-compile options (e.g. zero=1)")
     args = p.parse_args()
     bin_ = os.path.join(os.path.abspath(args.build), "bin")
     work = args.work or tempfile.mkdtemp(prefix="par-real-")
@@ -128,6 +130,8 @@ def main():
     options = ("optimizer=adamw lr=%g beta1=%g beta2=%g eps=%g "
                "weight-decay=%g stages=2 micro-batches=%d schedule=1f1b" %
                (LR, BETAS[0], BETAS[1], EPS, WD, args.micro_batches))
+    if args.options:
+        options += " " + args.options
     art = os.path.join(work, "art")
     cache = os.path.join(work, "cache")
     comp = [os.path.join(bin_, "par-compile"), mlir, "-o", art,
