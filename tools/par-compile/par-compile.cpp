@@ -294,6 +294,10 @@ int main(int argc, char **argv) {
   mlir::par::registerAllParDialects(registry);
   mlir::par::registerSharedObjectTranslations(registry);
   MLIRContext context(registry);
+  // A compiler driver's errors name the location, not the whole op: a
+  // stage function printed after "see current operation" is thousands of
+  // lines (par-opt keeps mlir-opt's default for pass developers).
+  context.printOpOnDiagnostic(false);
 
   std::unique_ptr<llvm::MemoryBuffer> input =
       openInputFile(inputFile, &error);
