@@ -309,6 +309,12 @@ void mlir::par::buildExportPhase(OpPassManager &pm,
                                  const ProgramOptions &program) {
   if (program.manifest.empty())
     return;
+  // The runner keeps one buffer set for parameters and optimizer state: the
+  // train step and the stage updates write them in place (the manifest
+  // says which results). The CPU target's: the GPU program's results are
+  // out-parameters the runtime stages through device copies.
+  if (!program.target.isCuda())
+    pm.addPass(createDonateBuffers());
   // On tensors, before bufferization: the manifest reads every argument's
   // global type, local type and sharding.
   ExportManifestOptions exp;
@@ -364,7 +370,12 @@ void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   bufferize.allowReturnAllocsFromLoops = true;
+  // Donated results written into their arguments (again: elementwise
+  // fusion gives the generics fresh inits).
+  pm.addPass(createDonateBuffers());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Donated results returned in their arguments' buffers.
+  pm.addPass(createReturnDonated());
   if (outParams) {
     // Results as trailing out-parameters: a result allocated in the
     // function is the caller's buffer from the start (no copy); one that

@@ -165,6 +165,9 @@ Function::Function(par_session_t *session, par_function_t *fn)
   for (int64_t i = 0; i < info.num_feedback; ++i)
     feedback.push_back({(size_t)info.feedback[2 * i],
                         (size_t)info.feedback[2 * i + 1]});
+  for (int64_t i = 0; i < info.num_donated; ++i)
+    donated.push_back({(size_t)info.donated[2 * i],
+                       (size_t)info.donated[2 * i + 1]});
   microBatches = info.micro_batches;
   stage = info.stage;
   if (info.compute_type)
@@ -260,6 +263,20 @@ std::vector<Buffer> Function::call(const std::vector<Buffer> &args) const {
   for (const Buffer &b : args)
     ptrs.push_back(&b);
   return call(ptrs);
+}
+
+std::optional<size_t> Function::donatedArg(size_t r) const {
+  for (auto [res, arg] : donated)
+    if (res == r)
+      return arg;
+  return std::nullopt;
+}
+
+int64_t Function::donatedResultBytes() const {
+  int64_t bytes = 0;
+  for (auto [r, a] : donated)
+    bytes += outputs[r].localBytes();
+  return bytes;
 }
 
 void Function::callBuffers(const std::vector<const SessionBuffer *> &args,

@@ -81,7 +81,8 @@ struct StageProgram {
   std::vector<Buffer> gradSum;
   std::vector<SessionBuffer> gradSumBuf;
   /// The update's results; after a call the parameters' and state's swap
-  /// with the kept buffers.
+  /// with the kept buffers. Empty for a donated result, which the update
+  /// writes into its argument's buffer (par-donate-buffers).
   std::vector<SessionBuffer> updateOut;
   /// Indices (into fwd's arguments) of the parameters, in update order.
   std::vector<size_t> paramArgs;
@@ -178,6 +179,10 @@ private:
   bool tiedChecked = false;
   double lossScale() const;
   void undoUpdates();
+  /// Whether the updates write parameters and state in place (not when a
+  /// skipped step must be undone: --nonfinite skip).
+  bool donates() const { return o.nonFinite != NonFiniteMode::Skip; }
+  SessionBuffer *updateResult(StageProgram &st, size_t k);
   void reportStash();
   void reportCompression(int64_t stepsRun);
   void loadStageWeights();
@@ -396,7 +401,26 @@ void PipelineRun::initStage(int64_t s) {
     st.gradSumBuf.push_back(u.buffer(PAR_INPUT, P + j));
   }
   for (size_t k = 0; k < u.outputs.size(); ++k)
-    st.updateOut.push_back(u.buffer(PAR_OUTPUT, k));
+    st.updateOut.push_back(donates() && u.donatedArg(k)
+                               ? SessionBuffer()
+                               : u.buffer(PAR_OUTPUT, k));
+}
+
+/// Where the update of stage `st` writes result k: its donated argument's
+/// buffer (a parameter or state; the sums are not donated), or its own.
+SessionBuffer *PipelineRun::updateResult(StageProgram &st, size_t k) {
+  const Function &u = st.update;
+  size_t P = u.stageArgs.size();
+  if (std::optional<size_t> a = donates() ? u.donatedArg(k) : std::nullopt) {
+    if (*a < P && *a == k)
+      return &st.params[u.stageArgs[*a]];
+    if (*a >= 2 * P && *a - 2 * P < st.state.size() && *a - P == k)
+      return &st.state[*a - 2 * P];
+    fatal("manifest: '" + u.name + "' donates result" + std::to_string(k) +
+          " to arg" + std::to_string(*a) + ", which result" +
+          std::to_string(k) + " does not replace");
+  }
+  return &st.updateOut[k];
 }
 
 void PipelineRun::printHeader() {
@@ -643,23 +667,26 @@ void PipelineRun::runUpdates() {
     for (const SessionBuffer &x : st.state)
       args.push_back(&x);
     std::vector<SessionBuffer *> outs;
-    for (SessionBuffer &b : st.updateOut)
-      outs.push_back(&b);
+    for (size_t k = 0; k < st.updateOut.size(); ++k)
+      outs.push_back(updateResult(st, k));
     st.update.callBuffers(args, outs);
     if (scaling && s == me) {
       const Function &u = st.update;
-      lastTaken = st.updateOut[u.finiteResult].scalar(
+      lastTaken = outs[u.finiteResult]->scalar(
                       u.outputs[u.finiteResult].dtype) > 0.5;
-      nextScale = st.updateOut[u.lossScaleResult].scalar(
+      nextScale = outs[u.lossScaleResult]->scalar(
           u.outputs[u.lossScaleResult].dtype);
     }
-    // The new parameters and state replace the old by a swap.
+    // The new parameters and state replace the old by a swap (donated
+    // ones are in place already).
     for (size_t j = 0; j < P; ++j) {
-      std::swap(st.params[st.update.stageArgs[j]], st.updateOut[j]);
+      if (outs[j] != &st.params[st.update.stageArgs[j]])
+        std::swap(st.params[st.update.stageArgs[j]], st.updateOut[j]);
       std::fill(st.gradSum[j].begin(), st.gradSum[j].end(), 0);
     }
     for (size_t k = 0; k < st.state.size(); ++k)
-      std::swap(st.state[k], st.updateOut[P + k]);
+      if (outs[P + k] != &st.state[k])
+        std::swap(st.state[k], st.updateOut[P + k]);
   }
 }
 
@@ -693,6 +720,8 @@ std::vector<UpdatedTensor> PipelineRun::updatedState() const {
 /// --nonfinite skip: the previous parameters and state back (runUpdates'
 /// swaps undone; the update's results hold them).
 void PipelineRun::undoUpdates() {
+  if (donates())
+    fatal("internal: undoing an update made in place");
   for (int64_t s = me; s < S; s += pipe.p) {
     StageProgram &st = stages[s];
     size_t P = st.paramArgs.size();
@@ -782,7 +811,7 @@ PipelineMemoryPlan PipelineRun::memoryPlanOf(int64_t r) const {
     fns.push_back({&st.fwd, &st.grad, split && s > 0 ? &st.gradInput : nullptr,
                    split ? &st.gradWeight : nullptr, &st.update});
   }
-  return predictPipelineMemory(fns, programs[r], r, pipe.p);
+  return predictPipelineMemory(fns, programs[r], r, pipe.p, donates());
 }
 
 /// Rank 0: each pipeline rank's predicted peak and what is live then (the

@@ -157,18 +157,20 @@ std::vector<Bytes> Simulation::call(StageCall c, const pl::Action &a,
 PipelineMemoryPlan
 predictPipelineMemory(const std::vector<PipelineStageFunctions> &stages,
                       const std::vector<pl::Action> &actions, int64_t rank,
-                      int64_t p) {
+                      int64_t p, bool donate) {
   PipelineMemoryPlan plan;
   plan.peak = 0;
   Simulation sim(stages, plan);
   int64_t S = (int64_t)stages.size();
   // The executor's stage state (initStage): the update's arguments
-  // (parameters, gradient sums, optimizer state) and results.
+  // (parameters, gradient sums, optimizer state) and results (but those
+  // it writes in place, when it donates).
   std::vector<Bytes> state;
   for (int64_t s = rank; s < S; s += p) {
     const Function &u = *stages[s].update;
     state.emplace_back(&sim.live,
-                       sumLocalBytes(u.inputs) + sumLocalBytes(u.outputs));
+                       sumLocalBytes(u.inputs) + sumLocalBytes(u.outputs) -
+                           (donate ? u.donatedResultBytes() : 0));
   }
   plan.stageState = sim.live;
   {

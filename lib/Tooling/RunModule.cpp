@@ -63,8 +63,17 @@ public:
   int verify(const std::vector<double> &losses) override;
   void sample() override;
   par_function_t *memoryPlanFunction() const override { return f.handle(); }
+  /// The plan counts the donated results in their arguments' buffers; a
+  /// run that can undo a step (--nonfinite skip) keeps them apart.
+  int64_t predictedMemory() const override {
+    int64_t peak = StepExecutor::predictedMemory();
+    return peak < 0 || donates() ? peak : peak + f.donatedResultBytes();
+  }
 
 private:
+  /// Whether the train step updates its parameters and state in place
+  /// (not when a skipped step must be undone).
+  bool donates() const { return o.nonFinite != NonFiniteMode::Skip; }
   void loadInputs();
   void readGivenInputs();
   void loadGivenWeights();
@@ -227,7 +236,7 @@ void ModuleRun::printHeader() {
 
 StepOutcome ModuleRun::step(int64_t step) {
   if (!stepper)
-    stepper.emplace(f, locals, batches);
+    stepper.emplace(f, locals, batches, donates());
   StepOutcome r;
   // Loss scaling needs the host each step: the scale and the finite flag
   // (one element each) for the log and the decision check.

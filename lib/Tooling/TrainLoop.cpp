@@ -48,20 +48,24 @@ double feedBack(const Function &f, const std::vector<Buffer> &outs,
 }
 
 TrainStepper::TrainStepper(const Function &f, std::vector<Buffer> &args,
-                           BatchFn fillBatch)
+                           BatchFn fillBatch, bool donate)
     : f(f), args(args), fillBatch(std::move(fillBatch)),
-      state(f.inputs.size(), false) {
+      donatedTo(f.outputs.size(), -1), state(f.inputs.size(), false) {
   if (args.size() != f.inputs.size())
     fatal("'" + f.name + "' takes " + std::to_string(f.inputs.size()) +
           " arguments, not " + std::to_string(args.size()));
   for (auto [r, a] : f.feedback)
     state[a] = true;
+  if (donate)
+    for (auto [r, a] : f.donated)
+      donatedTo[r] = a;
   for (size_t i = 0; i < f.inputs.size(); ++i)
     in.push_back(f.upload(PAR_INPUT, i, args[i]));
   for (size_t k = 0; k < f.outputs.size(); ++k)
-    out.push_back(f.buffer(PAR_OUTPUT, k));
-  for (SessionBuffer &b : out)
-    result.push_back(&b);
+    out.push_back(donatedTo[k] < 0 ? f.buffer(PAR_OUTPUT, k)
+                                   : SessionBuffer());
+  for (size_t k = 0; k < out.size(); ++k)
+    result.push_back(donatedTo[k] < 0 ? &out[k] : &in[donatedTo[k]]);
 }
 
 double TrainStepper::step(int64_t step) {
@@ -75,19 +79,23 @@ double TrainStepper::step(int64_t step) {
   std::vector<SessionBuffer *> outPtrs;
   for (SessionBuffer &b : in)
     inPtrs.push_back(&b);
-  for (SessionBuffer &b : out)
-    outPtrs.push_back(&b);
+  for (size_t k = 0; k < out.size(); ++k)
+    outPtrs.push_back(donatedTo[k] < 0 ? &out[k] : &in[donatedTo[k]]);
   double t0 = par_rt_now_seconds();
   f.callBuffers(inPtrs, outPtrs);
   lastSeconds = par_rt_now_seconds() - t0;
-  double loss = f.outputs.empty() ? NAN : out[0].scalar(f.outputs[0].dtype);
+  double loss =
+      f.outputs.empty() ? NAN : outPtrs[0]->scalar(f.outputs[0].dtype);
   // The feedback: result r becomes argument a by a swap (the old argument's
   // buffer takes the next step's result r). A result feeding a second
-  // argument is copied from the first.
+  // argument is copied from the first. A donated result is in its
+  // argument's buffer already.
   for (size_t k = 0; k < out.size(); ++k)
-    result[k] = &out[k];
-  std::vector<int64_t> fedInto(f.outputs.size(), -1);
+    result[k] = outPtrs[k];
+  std::vector<int64_t> fedInto(donatedTo);
   for (auto [r, a] : f.feedback) {
+    if (fedInto[r] == (int64_t)a)
+      continue;
     if (fedInto[r] < 0) {
       std::swap(in[a], out[r]);
       fedInto[r] = a;
@@ -100,6 +108,9 @@ double TrainStepper::step(int64_t step) {
 }
 
 void TrainStepper::undoFeedback() {
+  if (std::count_if(donatedTo.begin(), donatedTo.end(),
+                    [](int64_t a) { return a >= 0; }))
+    fatal("internal: undoing a step whose update was made in place");
   std::vector<int64_t> fedInto(f.outputs.size(), -1);
   for (auto [r, a] : f.feedback)
     if (fedInto[r] < 0) {

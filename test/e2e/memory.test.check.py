@@ -17,9 +17,13 @@ def check_plan(path):
         parts = sum(plan['at_peak'].values())
         assert parts == plan['peak'], (name, parts, plan['peak'])
         assert plan['peak'] == plan['arguments'] + plan['results'] + plan['program_peak'], name
+    # Donated buffers: the step writes the parameters and the optimizer
+    # state into its arguments, so the runner holds no result buffers for
+    # them (4 bytes: the loss).
+    assert p['gpt_step']['results'] == 4, p['gpt_step']
     step = p['gpt_step']['at_peak']
     # Adam: m and v per parameter (and a step count), held as arguments
-    # and results like the parameters.
+    # like the parameters.
     assert abs(step['optimizer_state'] - 2 * step['parameters']) <= 64, step
     assert step['activations'] > 0, step
     assert p['gpt_step']['saved_activations'] == \

@@ -242,6 +242,13 @@ typedef struct par_function_info_t {
    * after a step the result feeds the argument. */
   int64_t num_feedback;
   const int64_t *feedback;
+  /* num_donated pairs (result, argument) in `donated`: the program
+   * computes the result in the argument's buffer. A caller that passes that
+   * buffer for both (par_function_call_buffers) gets the update in place and
+   * keeps one buffer; one that passes a separate output gets the argument
+   * unchanged (the runtime runs the program on a copy in the output). */
+  int64_t num_donated;
+  const int64_t *donated;
   int64_t micro_batches; /* gradient accumulation (1: none) */
   /* Pipeline stage functions: the stage (-1: none) and for each leading
    * argument the split function's argument it stands for. */

@@ -125,6 +125,10 @@ public:
   std::vector<Tensor> inputs, outputs;
   /// (result, argument): after a train step the result feeds the argument.
   std::vector<std::pair<size_t, size_t>> feedback;
+  /// (result, argument): the program writes the result into the
+  /// argument's buffer; passing that buffer as the output too updates it in
+  /// place (par-donate-buffers; par_function_info_t's `donated`).
+  std::vector<std::pair<size_t, size_t>> donated;
   int64_t microBatches = 1;
   int64_t stage = -1;
   std::vector<int64_t> stageArgs;
@@ -140,6 +144,11 @@ public:
   /// Gradient compression, if the function compresses its gradients.
   std::optional<Compression> compression;
 
+  /// The argument result `r` is donated to, if any.
+  std::optional<size_t> donatedArg(size_t r) const;
+  /// The bytes of the donated results (what a caller that does not donate
+  /// holds on top of the memory plan's peak).
+  int64_t donatedResultBytes() const;
   /// The inputs of role "error_feedback", in order.
   std::vector<size_t> errorFeedbackInputs() const;
   /// The first input of role `role` ("tokens", "targets"), if any.
@@ -156,7 +165,8 @@ public:
   std::vector<Buffer> call(const std::vector<const Buffer *> &args) const;
   std::vector<Buffer> call(const std::vector<Buffer> &args) const;
   /// Calls it on session buffers: the results go into `outs` (one per
-  /// result, none of them an argument's; par_function_call_buffers).
+  /// result, none of them an argument's but a donated argument's, which is
+  /// then updated in place; par_function_call_buffers).
   void callBuffers(const std::vector<const SessionBuffer *> &args,
                    const std::vector<SessionBuffer *> &outs) const;
   /// The same into fresh buffers, returned.

@@ -250,7 +250,7 @@ struct PipelineMemoryPlan {
 PipelineMemoryPlan
 predictPipelineMemory(const std::vector<PipelineStageFunctions> &stages,
                       const std::vector<pipeline::Action> &actions, int64_t rank,
-                      int64_t p);
+                      int64_t p, bool donate);
 
 } // namespace par::tooling
 

@@ -45,8 +45,11 @@ double feedBack(const Function &f, const std::vector<Buffer> &outs,
 class TrainStepper {
 public:
   using BatchFn = std::function<void(int64_t step, std::vector<Buffer> &)>;
+  /// With `donate`, the donated results (Function::donated) are computed
+  /// in their arguments' buffers: one buffer set for the parameters and
+  /// state, but no undoFeedback.
   TrainStepper(const Function &f, std::vector<Buffer> &args,
-               BatchFn fillBatch = {});
+               BatchFn fillBatch = {}, bool donate = true);
 
   /// Runs step `step` and returns its loss.
   double step(int64_t step);
@@ -67,13 +70,15 @@ public:
   /// Discards the last step's update: swaps the feedback back, so the
   /// fed-back arguments hold their values from before the step again (a
   /// result feeding two arguments: the second is copied from the first).
+  /// Not for a donating stepper (the old values are overwritten).
   void undoFeedback();
 
 private:
   const Function &f;
   std::vector<Buffer> &args;
   BatchFn fillBatch;
-  std::vector<SessionBuffer> in, out;
+  std::vector<SessionBuffer> in, out; // out[r] empty for a donated result
+  std::vector<int64_t> donatedTo;      // per result: its argument, or -1
   std::vector<bool> state;             // per argument: fed back
   std::vector<const SessionBuffer *> result; // where each result lives
   double lastSeconds = 0;

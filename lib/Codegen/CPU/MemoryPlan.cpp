@@ -58,6 +58,9 @@ using Parts = std::array<int64_t, NumKinds>;
 /// The manifest's view of one function: the kind of each input and output.
 struct Roles {
   SmallVector<Kind> inputs, outputs;
+  /// Results written into their arguments' buffers (par.donated): the
+  /// runner holds no buffer of their own.
+  llvm::DenseSet<int64_t> donated;
 };
 
 /// A function's buffers over one call: what its body allocates beyond its
@@ -348,6 +351,10 @@ Roles rolesOf(func::FuncOp fn, const llvm::json::Object &entry,
         argOfResult[res] = arg;
         fedBack.insert(arg);
       }
+  if (const llvm::json::Array *d = entry.getArray(key::kDonated))
+    for (const llvm::json::Value &pair : *d)
+      if (const llvm::json::Array *p = pair.getAsArray(); p && p->size() == 2)
+        r.donated.insert((*p)[0].getAsInteger().value_or(-1));
   StringRef grad;
   if (const llvm::json::Object *links = entry.getObject(key::kRoles))
     if (auto g = links->getString(key::kRoleGrad))
@@ -400,7 +407,8 @@ struct MemoryPlanPass
 EntryPlan MemoryPlanPass::entryPlan(func::FuncOp fn, const Roles *r,
                                     const BodyPlan &body) {
   // The runner keeps every argument and a buffer for every result (the
-  // session's two buffer sets) while the body runs.
+  // session's two buffer sets) while the body runs, but for the donated
+  // results, which the body writes into their arguments.
   EntryPlan e;
   Parts held{};
   for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes())) {
@@ -409,6 +417,8 @@ EntryPlan MemoryPlanPass::entryPlan(func::FuncOp fn, const Roles *r,
     held[r && i < r->inputs.size() ? r->inputs[i] : Data] += b;
   }
   for (auto [k, t] : llvm::enumerate(fn.getResultTypes())) {
+    if (r && r->donated.contains(k))
+      continue;
     int64_t b = std::max<int64_t>(0, staticBytes(t));
     e.results += b;
     held[r && k < r->outputs.size() ? r->outputs[k] : Temporaries] += b;

@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 namespace par::session {
 
@@ -219,21 +220,45 @@ void parseMesh(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
 
 void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
   const std::string &name = spec.name;
-  if (const std::vector<JsonValue> *fb = fv.getArray(key::kFeedback))
-    for (const JsonValue &pv : *fb) {
+  // (result, argument) pairs: fed back after a step, or donated (the
+  // result written into the argument's buffer; each side at most once and
+  // the same bytes, or the runtime's in-place call would overrun).
+  auto pairs = [&](const char *k, const char *what,
+                   std::vector<int64_t> &out) {
+    const std::vector<JsonValue> *list = fv.getArray(k);
+    if (!list)
+      return true;
+    std::set<int64_t> results, args;
+    for (const JsonValue &pv : *list) {
       const std::vector<JsonValue> *pair = pv.array();
       if (!pair || pair->size() != 2 || !(*pair)[0].integer() ||
           !(*pair)[1].integer()) {
-        c.fail("bad feedback pair in '" + name + "'");
-        return;
+        c.fail(std::string("bad ") + what + " pair in '" + name + "'");
+        return false;
       }
       int64_t r = *(*pair)[0].integer(), a = *(*pair)[1].integer();
       if (r < 0 || a < 0 || r >= (int64_t)spec.outputs.size() ||
-          a >= (int64_t)spec.inputs.size())
-        c.fail("feedback pair out of range in '" + name + "'");
-      spec.feedback.push_back(r);
-      spec.feedback.push_back(a);
+          a >= (int64_t)spec.inputs.size()) {
+        c.fail(std::string(what) + " pair out of range in '" + name + "'");
+        return false;
+      }
+      if (out.data() == spec.donated.data() &&
+          (!results.insert(r).second || !args.insert(a).second ||
+           spec.outputs[r].localCount != spec.inputs[a].localCount ||
+           spec.outputs[r].dtype != spec.inputs[a].dtype)) {
+        c.fail("donated pair (" + std::to_string(r) + ", " +
+               std::to_string(a) + ") in '" + name +
+               "' repeats a side or pairs different sizes");
+        return false;
+      }
+      out.push_back(r);
+      out.push_back(a);
     }
+    return true;
+  };
+  if (!pairs(key::kFeedback, "feedback", spec.feedback) ||
+      !pairs(key::kDonated, "donated", spec.donated))
+    return;
   if (const JsonValue *m = fv.get(key::kMicroBatches)) {
     if (!m->integer() || *m->integer() < 1)
       c.fail("bad micro_batches in '" + name + "'");

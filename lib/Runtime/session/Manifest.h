@@ -50,6 +50,7 @@ struct FunctionSpec {
   std::vector<int64_t> sizes;
   std::vector<TensorSpec> inputs, outputs;
   std::vector<int64_t> feedback; // (result, argument) pairs, flattened
+  std::vector<int64_t> donated;  // (result, argument) pairs: in place
   int64_t microBatches = 1;
   int64_t stage = -1;
   std::vector<int64_t> stageArgs;

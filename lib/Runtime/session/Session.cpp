@@ -172,9 +172,20 @@ int64_t localBytes(const TensorSpec &t) {
 void callHost(par_function_t *fn, const void *const *inputs,
               void *const *outputs) {
   const FunctionSpec &f = *fn->spec;
+  // A donated argument's buffer receives its result: the caller's when it
+  // passed it as the output too, else the output, holding a copy of the
+  // argument (which stays as it was).
+  std::vector<const void *> args(inputs, inputs + f.inputs.size());
+  for (size_t i = 0; i + 1 < f.donated.size(); i += 2) {
+    int64_t r = f.donated[i], a = f.donated[i + 1];
+    if (outputs[r] != inputs[a]) {
+      memcpy(outputs[r], inputs[a], localBytes(f.inputs[a]));
+      args[a] = outputs[r];
+    }
+  }
   std::vector<std::vector<int64_t>> argDescs;
   for (size_t i = 0; i < f.inputs.size(); ++i)
-    argDescs.push_back(localDescriptor(inputs[i], f.inputs[i]));
+    argDescs.push_back(localDescriptor(args[i], f.inputs[i]));
   size_t resultWords = 0;
   for (const TensorSpec &t : f.outputs)
     resultWords += 3 + 2 * t.local.size();
@@ -190,14 +201,16 @@ void callHost(par_function_t *fn, const void *const *inputs,
   // result may alias an input or another result.
   std::set<intptr_t> owned;
   for (size_t i = 0; i < f.inputs.size(); ++i)
-    owned.insert((intptr_t)inputs[i]);
+    owned.insert((intptr_t)args[i]);
   size_t w = 0;
   for (size_t k = 0; k < f.outputs.size(); ++k) {
     const TensorSpec &t = f.outputs[k];
     char *alloc = (char *)(intptr_t)results[w];
     char *aligned = (char *)(intptr_t)results[w + 1];
     int64_t es = par_dtype_info(t.dtype)->element_size;
-    memcpy(outputs[k], aligned + results[w + 2] * es, t.localCount * es);
+    const char *src = aligned + results[w + 2] * es;
+    if (src != outputs[k]) // a donated result is there already
+      memcpy(outputs[k], src, t.localCount * es);
     if (!owned.count((intptr_t)aligned) && !owned.count((intptr_t)alloc)) {
       owned.insert((intptr_t)aligned);
       owned.insert((intptr_t)alloc);
@@ -559,6 +572,8 @@ void par_function_info(const par_function_t *fn, par_function_info_t *out) {
     out->devices *= size;
   out->num_feedback = f.feedback.size() / 2;
   out->feedback = f.feedback.data();
+  out->num_donated = f.donated.size() / 2;
+  out->donated = f.donated.data();
   out->micro_batches = f.microBatches;
   out->stage = f.stage;
   out->num_stage_args = f.stageArgs.size();
@@ -737,8 +752,26 @@ par_status_t par_function_call_buffers(par_function_t *fn,
                          " bytes, its buffer has " + std::to_string(b->bytes));
     in.push_back(b->data);
   }
+  // A donated pair may share its buffer (the update in place) when no
+  // other argument reads that buffer.
+  std::map<int64_t, int64_t> donatedArg; // result -> argument
+  for (size_t i = 0; i + 1 < f.donated.size(); i += 2)
+    donatedArg[f.donated[i]] = f.donated[i + 1];
+  std::set<const par_buffer_t *> inPlace;
+  for (auto [r, a] : donatedArg)
+    if (outputs[r] && outputs[r] == inputs[a]) {
+      for (size_t i = 0; i < f.inputs.size(); ++i)
+        if ((int64_t)i != a && inputs[i] == inputs[a])
+          return s->fail(PAR_ERR_INVALID_ARGUMENT,
+                         "'" + f.name + "' arg" + std::to_string(a) +
+                             " is donated to result" + std::to_string(r) +
+                             " (updated in place) but its buffer is also arg" +
+                             std::to_string(i));
+      inPlace.insert(outputs[r]);
+    }
   for (size_t i = 0; i < f.inputs.size(); ++i)
-    seen.insert(inputs[i]);
+    if (!inPlace.count(inputs[i]))
+      seen.insert(inputs[i]);
   out.reserve(f.outputs.size());
   for (size_t k = 0; k < f.outputs.size(); ++k)
     if (par_status_t st = take(outputs[k], f.outputs[k], "result", k, out))

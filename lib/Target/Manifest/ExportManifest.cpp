@@ -269,6 +269,13 @@ struct FunctionWriter {
         pairs.push_back(llvm::json::Array{fb[i], fb[i + 1]});
       entry[key::kFeedback] = std::move(pairs);
     }
+    if (auto d = fn->getAttrOfType<DenseI64ArrayAttr>(
+            ParDialect::kDonatedAttrName)) {
+      llvm::json::Array pairs;
+      for (size_t i = 0; i + 1 < d.size(); i += 2)
+        pairs.push_back(llvm::json::Array{d[i], d[i + 1]});
+      entry[key::kDonated] = std::move(pairs);
+    }
     if (auto m =
             fn->getAttrOfType<IntegerAttr>(ParDialect::kMicroBatchesAttrName))
       entry[key::kMicroBatches] = m.getInt();

@@ -1606,3 +1606,19 @@ func.func @f(%a: memref<4xf32>, %b: memref<4xf32>, %p: i1) {
   }
   return
 }
+
+// -----
+
+// expected-error @+1 {{'par.donated' names result #1 or argument #0 twice}}
+func.func @donated_twice(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    attributes {par.donated = array<i64: 0, 0, 1, 0>} {
+  return %a, %b : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'par.donated' pairs result #0 with argument #1 of a different type}}
+func.func @donated_type(%a: tensor<4xf32>, %b: tensor<2xf32>) -> tensor<4xf32>
+    attributes {par.donated = array<i64: 0, 1>} {
+  return %a : tensor<4xf32>
+}

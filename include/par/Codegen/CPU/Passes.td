@@ -158,6 +158,43 @@ def OutlineKernels : Pass<"par-outline-kernels", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def DonateBuffers : Pass<"par-donate-buffers", "ModuleOp"> {
+  let summary = "Updates parameters and optimizer state in their own buffers";
+  let description = [{
+    On tensors, before bufferization. A train step's results that feed its
+    arguments (`par.feedback`) and a pipeline stage update's new parameters
+    and state (result j for argument j, result P + k for argument 2P + k,
+    P the stage's parameters) are donated: the function gets
+    `par.donated` (result, argument) pairs, which the manifest carries, and
+    the runner passes the argument's buffer for the result too, so it keeps
+    one buffer set for the parameters and state instead of two
+    (docs/RationaleMemory.md, "Donated buffers"). When a donated result is
+    computed by a `linalg.generic` that writes it through the identity map
+    without reading its init (the optimizer's update), the init becomes the
+    argument, so that one-shot bufferization computes it in place; a result
+    it cannot place is copied into the argument at the return
+    (`par-return-donated`). A pair needs the same type on both sides and
+    each result and argument at most once. A function that has
+    `par.donated` keeps its pairs: par-compile runs the pass before the
+    manifest (which records them) and again just before bufferization,
+    since elementwise fusion replaces unread inits with `tensor.empty`.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def ReturnDonated : Pass<"par-return-donated", "ModuleOp"> {
+  let summary = "Makes each donated result its argument's buffer";
+  let description = [{
+    After one-shot bufferization (results returned as memrefs), for each
+    `par.donated` (result, argument) pair: a returned buffer that is not
+    the argument is copied into it before the return, which then returns
+    the argument. Sources that are themselves donated arguments (or views
+    of one) are copied aside first, so no pair reads a buffer another pair
+    has written. Removes the attribute.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def SplitDeallocs : Pass<"par-split-deallocs", "ModuleOp"> {
   let summary = "Splits off the deallocations that alias no retained buffer";
   let description = [{
@@ -206,7 +243,8 @@ def MemoryPlan : Pass<"par-memory-plan", "ModuleOp"> {
     `memref.dealloc` (conditional ones as taken), a call holding its
     callee's peak on top of the caller's live buffers and handing over the
     fresh buffers it returns. The entry's peak per device is its arguments
-    and results (the runner keeps both buffer sets) plus the body's peak;
+    and results (the runner keeps both buffer sets; not the manifest's
+    `donated` results, written into their arguments) plus the body's peak;
     what is live at the peak is split by kind: parameters, gradients,
     optimizer state, activations (what a grad function's forward still
     holds when it allocates the loss), temporaries, communication buffers

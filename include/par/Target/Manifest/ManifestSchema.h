@@ -63,6 +63,7 @@ inline constexpr const char kMesh[] = "mesh";
 inline constexpr const char kInputs[] = "inputs";
 inline constexpr const char kOutputs[] = "outputs";
 inline constexpr const char kFeedback[] = "feedback";
+inline constexpr const char kDonated[] = "donated";
 inline constexpr const char kMicroBatches[] = "micro_batches";
 inline constexpr const char kStage[] = "stage";
 inline constexpr const char kStageArgs[] = "stage_args";

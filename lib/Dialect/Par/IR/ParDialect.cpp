@@ -10,6 +10,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringSet.h"
@@ -419,23 +420,32 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
   // On ops, `par.sharding` holds one entry per result: a #par.sharding for a
   // tensor result, a unit attribute for any other result. Propagation writes
   // it; partitioning reads it.
-  if (attr.getName() == kFeedbackAttrName) {
-    // Pairs (result, argument): after a step, the result feeds the argument.
+  if (attr.getName() == kFeedbackAttrName ||
+      attr.getName() == kDonatedAttrName) {
+    // Pairs (result, argument): after a step, the result feeds the
+    // argument (par.feedback) or is written into its buffer (par.donated).
+    StringRef name = attr.getName().getValue();
     auto pairs = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     auto fn = dyn_cast<FunctionOpInterface>(op);
     if (!pairs || !fn || pairs.size() % 2 != 0)
-      return op->emitError("'par.feedback' must be an array of (result, "
-                           "argument) index pairs on a function");
+      return op->emitError() << "'" << name
+                             << "' must be an array of (result, argument) "
+                                "index pairs on a function";
+    llvm::SmallDenseSet<int64_t> results, args;
     for (size_t i = 0; i < pairs.size(); i += 2) {
       int64_t r = pairs[i], a = pairs[i + 1];
       if (r < 0 || r >= (int64_t)fn.getNumResults() || a < 0 ||
           a >= (int64_t)fn.getNumArguments())
-        return op->emitError() << "'par.feedback' pair (" << r << ", " << a
+        return op->emitError() << "'" << name << "' pair (" << r << ", " << a
                                << ") is out of range";
       if (fn.getResultTypes()[r] != fn.getArgumentTypes()[a])
-        return op->emitError() << "'par.feedback' pairs result #" << r
+        return op->emitError() << "'" << name << "' pairs result #" << r
                                << " with argument #" << a
                                << " of a different type";
+      if (name == kDonatedAttrName &&
+          (!results.insert(r).second || !args.insert(a).second))
+        return op->emitError() << "'par.donated' names result #" << r
+                               << " or argument #" << a << " twice";
     }
     return success();
   }

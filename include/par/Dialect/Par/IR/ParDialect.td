@@ -52,6 +52,10 @@ def Par_Dialect : Dialect {
     /// On a train step: (result, argument) index pairs; after one step the
     /// result is the argument's value for the next (parameters, state).
     static constexpr ::llvm::StringLiteral kFeedbackAttrName = "par.feedback";
+    /// On a train step or a pipeline stage's update: (result, argument)
+    /// index pairs whose result the program writes into the argument's
+    /// buffer (par-donate-buffers; the runner passes that buffer for both).
+    static constexpr ::llvm::StringLiteral kDonatedAttrName = "par.donated";
     /// On a train step that accumulates gradients: the number of
     /// micro-batches each data argument is split into (a positive i64).
     static constexpr ::llvm::StringLiteral kMicroBatchesAttrName =

@@ -1,0 +1,87 @@
+//===- ReturnDonated.cpp - par-return-donated -----------------------------===//
+//
+// par-donate-buffers asks bufferization to compute donated results in their
+// arguments' buffers; this pass guarantees it: whatever one-shot
+// bufferization made of a donated result, the function returns the
+// argument, holding the result's value.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Codegen/CPU/Passes.h"
+
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#define DEBUG_TYPE "par-return-donated"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_RETURNDONATED
+#include "par/Codegen/CPU/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+
+/// The buffer `v` views (through casts, subviews, reshapes).
+Value rootOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+struct ReturnDonatedPass
+    : public mlir::par::impl::ReturnDonatedBase<ReturnDonatedPass> {
+  void runOnOperation() override {
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      auto pairs =
+          fn->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kDonatedAttrName);
+      if (!pairs)
+        continue;
+      fn->removeAttr(ParDialect::kDonatedAttrName);
+      if (fn.isExternal())
+        continue;
+      auto ret = dyn_cast<func::ReturnOp>(fn.getBody().back().getTerminator());
+      if (!ret || fn.getBody().getBlocks().size() != 1) {
+        fn.emitError("par-return-donated: a donating function must have one "
+                     "block ending in func.return");
+        return signalPassFailure();
+      }
+      OpBuilder b(ret);
+      Location loc = ret.getLoc();
+      llvm::SmallDenseSet<Value> targets;
+      for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+        targets.insert(fn.getArgument(pairs[i + 1]));
+      // Sources that a pair writes (a donated argument, or a view of one,
+      // returned for another result) are copied aside before any write.
+      SmallVector<std::pair<Value, BlockArgument>> writes;
+      for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+        int64_t r = pairs[i], a = pairs[i + 1];
+        Value v = ret.getOperand(r);
+        BlockArgument arg = fn.getArgument(a);
+        if (v == arg)
+          continue;
+        if (!isa<MemRefType>(v.getType()) ||
+            !isa<MemRefType>(arg.getType())) {
+          fn.emitError() << "par-return-donated: result #" << r
+                         << " or argument #" << a
+                         << " is not a buffer (run after bufferization)";
+          return signalPassFailure();
+        }
+        if (targets.contains(rootOf(v))) {
+          auto type = cast<MemRefType>(arg.getType());
+          Value aside = memref::AllocOp::create(
+              b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+          memref::CopyOp::create(b, loc, v, aside);
+          v = aside;
+        }
+        writes.push_back({v, arg});
+        ret.setOperand(r, arg);
+      }
+      for (auto [v, arg] : writes)
+        memref::CopyOp::create(b, loc, v, arg);
+    }
+  }
+};
+
+} // namespace
