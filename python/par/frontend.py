@@ -499,7 +499,13 @@ def _derive_from_graph(module, tp, program, param_names, roles, cuts=None):
             if isinstance(seg, _Segments):
                 a, b = seg.bounds[int(k)]
                 why += f"; segment {a}:{b} of {parent}'s output (split per segment)"
-            key = x.name
+            # The layers reading one value (through views: each Conv1D
+            # segment flattens the block input itself) share its all-reduce.
+            root = x
+            while getattr(root, "op", None) == "call_function" and \
+                    _op_name(root) in ("view", "reshape", "_unsafe_view") and root.args:
+                root = root.args[0]
+            key = root.name
             if x not in needs_grad:
                 comm = [("backward: none (its input needs no gradient)", 0)]
             elif key in shared_input:
