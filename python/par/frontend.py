@@ -7,6 +7,8 @@ the example inputs. Its arguments carry
 
   par.param                      on parameters (par-autodiff differentiates them)
   par.name = "fc1.weight"        PyTorch's name; par.aliases the tied names
+  par.slice = {of, dim, offset}  on a segment of a fused projection split
+                                 per segment under tp (_split_fused)
   par.data = "tokens"|"targets"  on integer data inputs, with par.vocab = V
   par.sharding                   from the strategy (dp, tp)
 
