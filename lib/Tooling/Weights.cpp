@@ -223,8 +223,7 @@ void saveWeights(const std::string &path, const std::string &fn,
   std::string error;
   if (!writeSafetensors(path, tensors, {{"format", "pt"}}, error))
     fatal("--save-weights: " + error);
-  printf("%s: saved %zu parameters (%zu tensors with their aliases and "
-         "fused parameters) to %s\n",
+  printf("%s: saved %zu parameters (%zu tensors with their aliases) to %s\n",
          toolName().c_str(), values.size(), tensors.size(), path.c_str());
 }
 
