@@ -138,6 +138,9 @@ Tensor tensorFrom(const par_function_t *fn, par_io_t io, int64_t index,
     if (const char *a = par_function_tensor_alias(fn, io, index, k))
       t.aliases.push_back(a);
   t.vocab = info.vocab;
+  t.sliceOf = info.slice_of ? info.slice_of : "";
+  t.sliceDim = info.slice_dim;
+  t.sliceOffset = info.slice_offset;
   t.globalCount = info.global_count;
   t.localCount = info.local_count;
   return t;

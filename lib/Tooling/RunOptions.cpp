@@ -60,7 +60,9 @@ Inputs:
                       generated ids in [0, vocab)
   --load-weights FILE.safetensors  before the run, every input with a name
                       (par.name) takes the file's tensor of that name or one
-                      of its aliases (global shape and dtype must match)
+                      of its aliases (global shape and dtype must match); a
+                      segment of a fused parameter (par.slice) its slice of
+                      the fused tensor
 
 Running and training:
   --repeat K          run the program K times (after one warm-up run when
@@ -95,7 +97,8 @@ Results and reports:
   --output DIR        the gathered results as DIR/resultK.npy
   --save-weights FILE.safetensors  after the run (after training: the
                       trained ones) the named inputs, global, under their
-                      names and aliases; written atomically
+                      names and aliases (the segments of a fused parameter
+                      as the fused tensor); written atomically
   --verify            compare with the unsharded program on 1 rank from the
                       same inputs: the results, after --steps N the loss of
                       every step and the final parameters and optimizer

@@ -4,6 +4,10 @@
 // manifest's global ones; the tensors of the file nobody asked for are
 // counted (a state_dict holds buffers and tied names par does not take as
 // inputs). Saving writes one entry per name, so tied names share data.
+// A segment of a fused parameter (par.slice: par-import splits a fused
+// q|k|v projection per segment) loads from its slice of the fused tensor,
+// and the segments are saved back as the fused tensor, under its name: the
+// files keep the module's own names and shapes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +15,11 @@
 
 #include "par/Tooling/Diagnostics.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
 
 namespace par::tooling {
 
@@ -24,6 +32,46 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+int64_t product(const std::vector<int64_t> &shape, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t d = from; d < to; ++d)
+    n *= shape[d];
+  return n;
+}
+
+/// Copies between a row-major tensor of shape `whole` and its slice `part`
+/// (the same shape but in dimension `dim`, which starts at `offset` in
+/// `whole`): into `part` when `extract`, else into `whole`.
+void copySlice(char *whole, const std::vector<int64_t> &wholeShape,
+               char *part, const std::vector<int64_t> &partShape, size_t dim,
+               int64_t offset, int64_t elementSize, bool extract) {
+  int64_t outer = product(wholeShape, 0, dim);
+  int64_t inner = product(wholeShape, dim + 1, wholeShape.size()) *
+                  elementSize;
+  int64_t wholeRow = wholeShape[dim] * inner, partRow = partShape[dim] * inner;
+  for (int64_t o = 0; o < outer; ++o) {
+    char *w = whole + o * wholeRow + offset * inner;
+    char *p = part + o * partRow;
+    if (extract)
+      memcpy(p, w, partRow);
+    else
+      memcpy(w, p, partRow);
+  }
+}
+
+/// Whether `part` is the slice [offset, offset + part[dim]) of dimension
+/// `dim` of `whole`.
+bool isSliceOf(const std::vector<int64_t> &part,
+               const std::vector<int64_t> &whole, int64_t dim,
+               int64_t offset) {
+  if (part.size() != whole.size() || dim < 0 || dim >= (int64_t)part.size())
+    return false;
+  for (size_t d = 0; d < part.size(); ++d)
+    if ((int64_t)d != dim && part[d] != whole[d])
+      return false;
+  return offset >= 0 && offset + part[dim] <= whole[dim];
+}
+
 } // namespace
 
 WeightLoader::WeightLoader(const std::string &path) {
@@ -34,6 +82,8 @@ WeightLoader::WeightLoader(const std::string &path) {
 
 Buffer WeightLoader::load(const Tensor &t, const std::string &label,
                           const std::string &fn) {
+  if (!t.sliceOf.empty())
+    return loadSlice(t, label, fn);
   const SafetensorsEntry *e = file.find(t.name);
   for (size_t k = 0; !e && k < t.aliases.size(); ++k)
     e = file.find(t.aliases[k]);
@@ -55,6 +105,33 @@ Buffer WeightLoader::load(const Tensor &t, const std::string &label,
     fatal("--load-weights: " + error);
   used.insert(t.name);
   used.insert(t.aliases.begin(), t.aliases.end());
+  ++loadedCount;
+  return data;
+}
+
+Buffer WeightLoader::loadSlice(const Tensor &t, const std::string &label,
+                               const std::string &fn) {
+  std::string where = "--load-weights '" + file.path() + "': ";
+  const SafetensorsEntry *e = file.find(t.sliceOf);
+  if (!e)
+    fatal(where + "no tensor '" + t.sliceOf + "' for " + label + " of '" +
+          fn + "' (a segment of it: dimension " + std::to_string(t.sliceDim) +
+          " from " + std::to_string(t.sliceOffset) + ")");
+  if (!e->supported || e->dtype != t.dtype ||
+      !isSliceOf(t.global, e->shape, t.sliceDim, t.sliceOffset))
+    fatal(where + "tensor '" + e->name + "' is " + e->dtypeName + " " +
+          shapeText(e->shape) + ", but " + label + " of '" + fn + "' is " +
+          safetensorsDtypeName(t.dtype) + " " + shapeText(t.global) +
+          " from " + std::to_string(t.sliceOffset) + " in its dimension " +
+          std::to_string(t.sliceDim));
+  Buffer whole, data(t.globalBytes());
+  std::string error;
+  if (!file.read(*e, whole, error))
+    fatal("--load-weights: " + error);
+  copySlice(whole.data(), e->shape, data.data(), t.global, t.sliceDim,
+            t.sliceOffset, t.elementSize, /*extract=*/true);
+  used.insert(t.name);
+  used.insert(t.sliceOf);
   ++loadedCount;
   return data;
 }
@@ -101,7 +178,42 @@ void saveWeights(const std::string &path, const std::string &fn,
     fatal("--save-weights: no input of '" + fn + "' has a name (the "
           "frontend's par.name, which par-import puts on parameters)");
   std::vector<SafetensorsTensor> tensors;
+  // The segments of each fused parameter, assembled into it.
+  std::map<std::string, std::vector<const NamedValue *>> fused;
+  for (const NamedValue &v : values)
+    if (!v.tensor->sliceOf.empty())
+      fused[v.tensor->sliceOf].push_back(&v);
+  std::vector<std::unique_ptr<Buffer>> wholes;
+  for (const auto &[name, parts] : fused) {
+    const Tensor &first = *parts.front()->tensor;
+    std::vector<int64_t> shape = first.global;
+    size_t dim = first.sliceDim;
+    int64_t size = 0, covered = 0;
+    for (const NamedValue *p : parts) {
+      const Tensor &t = *p->tensor;
+      if ((size_t)t.sliceDim != dim || t.dtype != first.dtype ||
+          t.global.size() != shape.size())
+        fatal("--save-weights: the segments of '" + name + "' ('" +
+              first.name + "', '" + t.name + "') do not tile it");
+      size = std::max(size, t.sliceOffset + t.global[dim]);
+      covered += t.global[dim];
+    }
+    if (covered != size)
+      fatal("--save-weights: the segments of '" + name + "' cover " +
+            std::to_string(covered) + " of its " + std::to_string(size) +
+            " in dimension " + std::to_string(dim));
+    shape[dim] = size;
+    wholes.push_back(std::make_unique<Buffer>(product(shape, 0, shape.size()) *
+                                              first.elementSize));
+    for (const NamedValue *p : parts)
+      copySlice(wholes.back()->data(), shape,
+                const_cast<char *>(p->global->data()), p->tensor->global, dim,
+                p->tensor->sliceOffset, first.elementSize, /*extract=*/false);
+    tensors.push_back({name, first.dtype, shape, wholes.back()->data()});
+  }
   for (const NamedValue &v : values) {
+    if (!v.tensor->sliceOf.empty())
+      continue;
     tensors.push_back({v.tensor->name, v.tensor->dtype, v.tensor->global,
                        v.global->data()});
     for (const std::string &a : v.tensor->aliases)

@@ -425,7 +425,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       // The parameter (argument j) keeps its initialiser and names; its
       // gradient and state take none.
       for (StringRef a : {ParDialect::kInitAttrName, ParDialect::kNameAttrName,
-                          ParDialect::kAliasesAttrName})
+                          ParDialect::kAliasesAttrName,
+                          ParDialect::kSliceAttrName})
         if (Attribute attr = fn.getArgAttr(p, a))
           update.setArgAttr(j, a, attr);
       for (unsigned rep = 0; rep < 1 + K; ++rep)
@@ -655,7 +656,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       for (StringRef a :
            {ParDialect::kShardingAttrName, ParDialect::kInitAttrName,
             ParDialect::kLossScaleAttrName, ParDialect::kNameAttrName,
-            ParDialect::kAliasesAttrName, ParDialect::kDataAttrName,
+            ParDialect::kAliasesAttrName, ParDialect::kSliceAttrName,
+            ParDialect::kDataAttrName,
             ParDialect::kVocabAttrName})
         if (Attribute s = fn.getArgAttr(i, a))
           step.setArgAttr(i, a, s);

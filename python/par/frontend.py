@@ -7,6 +7,8 @@ the example inputs. Its arguments carry
 
   par.param                      on parameters (par-autodiff differentiates them)
   par.name = "fc1.weight"        PyTorch's name; par.aliases the tied names
+  par.slice = {of, dim, offset}  on a segment of a fused projection split
+                                 per segment under tp (_split_fused)
   par.data = "tokens"|"targets"  on integer data inputs, with par.vocab = V
   par.sharding                   from the strategy (dp, tp)
 
@@ -55,6 +57,9 @@ class ImportResult:
     layer_roles: Dict[str, "LayerRole"] = field(default_factory=dict)
     mesh: Dict[str, int] = field(default_factory=dict)
     tp_plan: Dict[str, str] = field(default_factory=dict)
+    # The parameters that are segments of a fused one (_split_fused):
+    # name -> (the fused parameter's name, dim, offset, size), par.slice.
+    slices: Dict[str, tuple] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------
@@ -122,7 +127,8 @@ class LayerRole:
 
 def derive_tp_plan(module: nn.Module, tp: int, program=None,
                    param_names: Optional[List[str]] = None,
-                   roles: Optional[Dict[str, "LayerRole"]] = None) -> Dict[str, str]:
+                   roles: Optional[Dict[str, "LayerRole"]] = None,
+                   cuts: Optional[Dict[str, tuple]] = None) -> Dict[str, str]:
     """Megatron's layout from the dataflow of the exported program
     (torch.export's ATen graph, `program`): a Linear-like layer whose input
     is the block's (normalised) input is column-parallel, one whose input is
@@ -140,15 +146,18 @@ def derive_tp_plan(module: nn.Module, tp: int, program=None,
     embedding's vocabulary) and the token embedding are vocabulary-parallel
     when tp divides the vocabulary (tied or not: the shared table is split
     on its rows for both). A fused projection (q|k|v in one weight,
-    sliced on the split dimension) stays column-parallel: par gathers its
-    segments (see docs/Frontend.md). Without `program` (no graph), the
-    layers pair up in definition order (the former heuristic).
-    `roles`, when given, receives a LayerRole per layer."""
+    sliced on the split dimension) stays column-parallel, its segments
+    crossing the tp blocks; `cuts`, when given, receives its output's cut
+    points (layer -> (width, points), None where it cannot be cut), from
+    which import_module splits it per segment (_split_fused) and derives
+    again. Without `program` (no graph), the layers pair up in definition
+    order (the former heuristic). `roles`, when given, receives a LayerRole
+    per layer."""
     if program is None or param_names is None:
         return _derive_tp_plan_by_order(module, tp)
     roles = roles if roles is not None else {}
     roles.clear()
-    plan = _derive_from_graph(module, tp, program, param_names, roles)
+    plan = _derive_from_graph(module, tp, program, param_names, roles, cuts)
     return plan
 
 
@@ -258,7 +267,7 @@ def _reshape_split(in_shape, out_shape, d, tp):
     raise _Bad("reshape")
 
 
-def _derive_from_graph(module, tp, program, param_names, roles):
+def _derive_from_graph(module, tp, program, param_names, roles, cuts=None):
     import operator
 
     graph = program.graph
@@ -398,7 +407,7 @@ def _derive_from_graph(module, tp, program, param_names, roles):
             op = _op_name(n)
             out_s = _shape(n)
             try:
-                tags_out = _propagate(n, op, ins, out_s, tp, fused)
+                tags_out = _propagate(n, op, ins, out_s, tp, fused, cuts)
             except _Bad as e:
                 why = str(e)
                 if why.startswith("heads:"):
@@ -487,7 +496,18 @@ def _derive_from_graph(module, tp, program, param_names, roles):
             why = "reads the block input"
             if name in fused:
                 why += "; fused: " + fused[name]
-            key = x.name
+            parent, _, k = name.rpartition(".")
+            seg = dict(module.named_modules()).get(parent) if parent else None
+            if isinstance(seg, _Segments):
+                a, b = seg.bounds[int(k)]
+                why += f"; segment {a}:{b} of {parent}'s output (split per segment)"
+            # The layers reading one value (through views: each Conv1D
+            # segment flattens the block input itself) share its all-reduce.
+            root = x
+            while getattr(root, "op", None) == "call_function" and \
+                    _op_name(root) in ("view", "reshape", "_unsafe_view") and root.args:
+                root = root.args[0]
+            key = root.name
             if x not in needs_grad:
                 comm = [("backward: none (its input needs no gradient)", 0)]
             elif key in shared_input:
@@ -529,9 +549,26 @@ def _norm_dim(d, rank):
     return d + rank if d < 0 else d
 
 
-def _propagate(n, op, ins, out_s, tp, fused):
+def _record_cuts(cuts, S, N, points):
+    """A fused output of width N sliced or split at `points` (None: not a
+    plain slice): the cut points of its layer, or None for a layer whose
+    output cannot be cut into segments (several layers' outputs mixed, a
+    strided slice, another width)."""
+    if cuts is None:
+        return
+    for L in S:
+        prev = cuts.get(L, (N, set()))
+        if len(S) != 1 or points is None or prev is None or prev[0] != N:
+            cuts[L] = None
+        else:
+            cuts[L] = (N, prev[1] | set(points))
+
+
+def _propagate(n, op, ins, out_s, tp, fused, cuts=None):
     """The split dimension of `n`'s result from its split inputs, None when
-    the result carries no split, or raise _Bad."""
+    the result carries no split, or raise _Bad. A slice or split of a
+    column-parallel output on its split dimension marks its layers in
+    `fused` and adds the cut points to `cuts` (layer -> (width, points))."""
     args = n.args
     src = ins[0]
     a, (S, sd) = src
@@ -572,6 +609,16 @@ def _propagate(n, op, ins, out_s, tp, fused):
             for L in S:
                 fused.setdefault(L, "its output is sliced on the split features "
                                     "(segments cross the tp blocks)")
+            N = in_s[d]
+            if op == "narrow":
+                start, end, step = args[2], args[2] + args[3], 1
+            else:
+                start = args[2] if len(args) > 2 and args[2] is not None else 0
+                end = args[3] if len(args) > 3 and args[3] is not None else N
+                step = args[4] if len(args) > 4 else 1
+            start = min(max(start + N if start < 0 else start, 0), N)
+            end = min(max(end + N if end < 0 else end, 0), N)
+            _record_cuts(cuts, S, N, [start, end] if step == 1 else None)
         return sd
     if op in ("split", "split_with_sizes", "chunk", "unbind"):
         d = args[2] if len(args) > 2 else n.kwargs.get("dim", 0)
@@ -585,6 +632,16 @@ def _propagate(n, op, ins, out_s, tp, fused):
             for L in S:
                 fused.setdefault(L, "its output is split on the split features "
                                     "(segments cross the tp blocks)")
+            N = in_s[d]
+            size = args[1]
+            if op == "chunk":
+                size = -(-N // size)
+            if isinstance(size, int):
+                size = [min(size, N - a) for a in range(0, N, size)]
+            bounds = [0]
+            for k in size:
+                bounds.append(bounds[-1] + k)
+            _record_cuts(cuts, S, N, bounds)
         return sd
     if op == "cat":
         d = _norm_dim(args[1] if len(args) > 1 else 0, len(out_s))
@@ -951,9 +1008,9 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
     return result
 
 
-def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
-            tp_plan, stages, data, vocab, par_opt, fx):
-    # Parameters (tied ones once) and every name each one has.
+def _parameters(module):
+    """The program's parameters (tied ones once), their tensors, and the
+    other names of each tied one."""
     named = list(module.named_parameters())
     names = [n for n, _ in named]
     params = [p.detach() for _, p in named]
@@ -963,28 +1020,12 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
         primary = by_id[id(p)]
         if n != primary:
             aliases.setdefault(primary, []).append(n)
-    # Buffers (a causal mask) become constants of the program: copies, so
-    # that torch.export lifts them as constant tensors (torch-mlir has no
-    # state mapping for a non-persistent module buffer).
-    buffers = {n: b.detach().clone() for n, b in module.named_buffers()}
-    if not names:
-        raise ImportError_("the module has no parameters: nothing to train")
+    return names, params, aliases
 
-    def run(m, *xs):
-        return _loss_value(loss_fn(m, *xs) if loss_fn is not None else m(*xs))
 
-    # The loss, eagerly: must be one floating scalar.
-    with torch.no_grad():
-        try:
-            out = run(module, *example_inputs)
-        except Exception as e:
-            raise ImportError_(f"running the module on the example inputs failed: "
-                               f"{type(e).__name__}: {e}") from e
-    if not _is_scalar_loss(out):
-        raise ImportError_(
-            "the forward returns no scalar loss: it returned " + _describe(out) +
-            " (return a 0-d loss, an output with .loss, or pass loss_fn=)")
-    loss = float(out.reshape(()))
+def _export(module, names, params, buffers, example_inputs, loss_fn, run):
+    """torch.export of the forward + loss with the parameters as leading
+    arguments (checked static and free of random ops)."""
 
     class Wrapper(nn.Module):
         def __init__(self):
@@ -1002,7 +1043,6 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
             out = loss_fn(_Functional(m, state), *xs)
         return _loss_value(out).reshape(())
 
-    restore = _install_location_hook("m.")
     # torch-mlir maps only persistent buffers: mark them so for the export.
     non_persistent = [(m, set(m._non_persistent_buffers_set)) for m in module.modules()]
     for m, _ in non_persistent:
@@ -1017,14 +1057,193 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
                     "the model has a data-dependent (dynamic) shape, which par's "
                     "static SPMD programs cannot hold: " + head) from e
             raise ImportError_(f"torch.export failed: {type(e).__name__}: {head}") from e
-        _check_static(prog)
-        _check_random(prog)
-        # The tensor-parallel plan from the exported graph's dataflow.
-        layer_roles: Dict[str, LayerRole] = {}
-        if tp > 1:
-            derived = derive_tp_plan(module, tp, prog, names, layer_roles)
-        else:
-            derived = {}
+    finally:
+        for m, s in non_persistent:
+            m._non_persistent_buffers_set.update(s)
+    _check_static(prog)
+    _check_random(prog)
+    return prog
+
+
+class _Segments(nn.Module):
+    """A fused projection (nn.Linear or HF's Conv1D) as one layer per
+    segment of its output features (children "0", "1", ...: the same kind
+    of layer on a slice of the weight and bias), concatenated: what the
+    fused layer computes. After export, _fold_segment_cats hands each
+    segment's output straight to the slice that read it, so the
+    concatenation disappears and each segment is column-parallel on its
+    own (Megatron's q, k, v; gate, up)."""
+
+    def __init__(self, layer, layout, bounds):
+        super().__init__()
+        self.bounds = list(zip(bounds, bounds[1:]))
+        w = layer.weight.detach()
+        b = layer.bias.detach() if getattr(layer, "bias", None) is not None else None
+        for k, (lo, hi) in enumerate(self.bounds):
+            if layout == "out_in":
+                seg = nn.Linear(w.shape[1], hi - lo, bias=b is not None,
+                                device="meta", dtype=w.dtype)
+                seg.weight = nn.Parameter(w[lo:hi].clone())
+            else:
+                seg = type(layer).__new__(type(layer))
+                nn.Module.__init__(seg)
+                seg.nf = hi - lo
+                seg.nx = w.shape[0]
+                seg.weight = nn.Parameter(w[:, lo:hi].clone())
+                if b is None:
+                    seg.register_parameter("bias", None)
+            if b is not None:
+                seg.bias = nn.Parameter(b[lo:hi].clone())
+            self.add_module(str(k), seg)
+
+    def forward(self, x):
+        return torch.cat([m(x) for m in self.children()], dim=-1)
+
+
+def _split_fused(module, cuts):
+    """Replaces each fused layer of `cuts` whose output is cut at known
+    points into segments by _Segments (in place); returns the function
+    that puts the fused layers back, and the segments' parameters as
+    {name: (fused parameter's name, dim, offset, size)} (par.slice)."""
+    tied = _tied_weights(module)
+    prim = {id(p): n for n, p in module.named_parameters()}
+    layouts = {n: (m, layout) for n, m, layout in _linear_layers(module)}
+    undo, slices = [], {}
+    for layer, cut in cuts.items():
+        if cut is None or layer not in layouts:
+            continue
+        m, layout = layouts[layer]
+        width, points = cut
+        out_dim = 0 if layout == "out_in" else 1
+        if m.weight.shape[out_dim] != width or id(m.weight) in tied or \
+                (getattr(m, "bias", None) is not None and id(m.bias) in tied):
+            continue
+        bounds = sorted(points | {0, width})
+        if len(bounds) < 3:
+            continue
+        parent_name, _, attr = layer.rpartition(".")
+        parent = module.get_submodule(parent_name) if parent_name else module
+        seg = _Segments(m, layout, bounds)
+        wname = prim[id(m.weight)]
+        bname = prim[id(m.bias)] if getattr(m, "bias", None) is not None else None
+        for k, (lo, hi) in enumerate(seg.bounds):
+            slices[f"{layer}.{k}.weight"] = (wname, out_dim, lo, hi - lo)
+            if bname:
+                slices[f"{layer}.{k}.bias"] = (bname, 0, lo, hi - lo)
+        setattr(parent, attr, seg)
+        undo.append((parent, attr, m))
+
+    def restore():
+        for parent, attr, m in reversed(undo):
+            setattr(parent, attr, m)
+    return restore, slices
+
+
+def _fold_segment_cats(prog):
+    """In the exported graph, a concatenation (of _Segments' outputs) read
+    only through slices or splits that each take one concatenated operand
+    whole: each such piece becomes that operand, and the concatenation
+    goes."""
+    import operator
+
+    graph = prog.graph_module.graph
+    for cat in [n for n in graph.nodes if n.op == "call_function" and _op_name(n) == "cat"]:
+        parts = cat.args[0]
+        shape = _shape(cat)
+        if shape is None or not all(_shape(p) is not None and len(_shape(p)) == len(shape)
+                                    for p in parts):
+            continue
+        d = _norm_dim(cat.args[1] if len(cat.args) > 1 else cat.kwargs.get("dim", 0),
+                      len(shape))
+        bounds, at = {}, 0
+        for p in parts:
+            bounds[(at, at + _shape(p)[d])] = p
+            at += _shape(p)[d]
+        for u in list(cat.users):
+            op = _op_name(u)
+            if op == "slice" and _norm_dim(u.args[1], len(shape)) == d:
+                start = u.args[2] if len(u.args) > 2 and u.args[2] is not None else 0
+                end = u.args[3] if len(u.args) > 3 and u.args[3] is not None else shape[d]
+                step = u.args[4] if len(u.args) > 4 else 1
+                end = min(end + shape[d] if end < 0 else end, shape[d])
+                start = start + shape[d] if start < 0 else start
+                p = bounds.get((start, end)) if step == 1 else None
+                if p is not None:
+                    u.replace_all_uses_with(p)
+                    graph.erase_node(u)
+            elif op in ("split", "split_with_sizes", "chunk"):
+                dim = u.args[2] if len(u.args) > 2 else u.kwargs.get("dim", 0)
+                if _norm_dim(dim, len(shape)) != d:
+                    continue
+                size = u.args[1]
+                if op == "chunk":
+                    size = -(-shape[d] // size)
+                if isinstance(size, int):
+                    size = [min(size, shape[d] - a) for a in range(0, shape[d], size)]
+                pieces, a = [], 0
+                for k in size:
+                    pieces.append(bounds.get((a, a + k)))
+                    a += k
+                getitems = list(u.users)
+                if not all(g.target is operator.getitem and pieces[g.args[1]] is not None
+                           for g in getitems):
+                    continue
+                for g in getitems:
+                    g.replace_all_uses_with(pieces[g.args[1]])
+                    graph.erase_node(g)
+                graph.erase_node(u)
+        if not cat.users:
+            graph.erase_node(cat)
+    graph.lint()
+    prog.graph_module.recompile()
+
+
+def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
+            tp_plan, stages, data, vocab, par_opt, fx):
+    # The weights file holds the module's own tensors, by their own names
+    # (a fused projection's whole weight, however the program splits it).
+    own = [(n, p.detach()) for n, p in module.named_parameters()]
+    if not own:
+        raise ImportError_("the module has no parameters: nothing to train")
+    buffers = {n: b.detach().clone() for n, b in module.named_buffers()}
+
+    def run(m, *xs):
+        return _loss_value(loss_fn(m, *xs) if loss_fn is not None else m(*xs))
+
+    # The loss, eagerly: must be one floating scalar.
+    with torch.no_grad():
+        try:
+            out = run(module, *example_inputs)
+        except Exception as e:
+            raise ImportError_(f"running the module on the example inputs failed: "
+                               f"{type(e).__name__}: {e}") from e
+    if not _is_scalar_loss(out):
+        raise ImportError_(
+            "the forward returns no scalar loss: it returned " + _describe(out) +
+            " (return a 0-d loss, an output with .loss, or pass loss_fn=)")
+    loss = float(out.reshape(()))
+
+    # Under a derived tp plan, a fused projection whose output is cut into
+    # segments (q|k|v, gate|up) is exported as one layer per segment
+    # (_Segments), so that each segment is column-parallel on its own: the
+    # first export finds the cuts, the second exports the split module.
+    restore_split = lambda: None  # noqa: E731
+    slices: Dict[str, tuple] = {}
+    try:
+        for attempt in range(2):
+            names, params, aliases = _parameters(module)
+            prog = _export(module, names, params, buffers, example_inputs, loss_fn, run)
+            if slices:
+                _fold_segment_cats(prog)
+            layer_roles: Dict[str, LayerRole] = {}
+            cuts: Dict[str, tuple] = {}
+            derived = derive_tp_plan(module, tp, prog, names, layer_roles, cuts) \
+                if tp > 1 else {}
+            if attempt or tp_plan is not None or not cuts:
+                break
+            restore_split, slices = _split_fused(module, cuts)
+            if not slices:
+                break
         plan = tp_plan if tp_plan is not None else derived
         if tp_plan is not None:
             # The roles say what the given plan does, its costs unknown.
@@ -1034,6 +1253,7 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
                 role.style = style
                 role.why = f"tp_plan= (derived: {derived_style})"
                 role.comm = []
+        restore = _install_location_hook("m.")
         try:
             # par's decompositions (attention, cumsum) on top of torch-mlir's.
             mod = fx.export_and_import(prog, output_type="linalg-on-tensors",
@@ -1042,10 +1262,11 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
         except Exception as e:
             head = (str(e).strip().splitlines() or [""])[0]
             raise ImportError_(f"torch-mlir failed: {type(e).__name__}: {head}") from e
+        finally:
+            restore()
+        shard = _param_shardings(module, set(names), tp, plan)
     finally:
-        restore()
-        for m, s in non_persistent:
-            m._non_persistent_buffers_set.update(s)
+        restore_split()
 
     # Data roles and the vocabulary bound.
     n_in = len(example_inputs)
@@ -1067,7 +1288,6 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
     if any(roles) and vocab is None:
         raise ImportError_("tokens/targets inputs need vocab= (the module has no nn.Embedding)")
 
-    shard = _param_shardings(module, set(names), tp, plan)
     pins = stages if stages is not None else derive_stages(module, pp)
     for s in pins.values():
         if not (0 <= s < max(pp, 1)):
@@ -1075,7 +1295,7 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
 
     text, stage_counts = _annotate(mod, name, names, aliases, example_inputs, roles,
                                    vocab, shard, dp, tp, pp, pins,
-                                   type(module).__name__)
+                                   type(module).__name__, slices)
     out_dir = os.path.dirname(os.path.abspath(output))
     os.makedirs(out_dir, exist_ok=True)
     with open(output, "w") as f:
@@ -1090,13 +1310,13 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
         weights = os.path.splitext(output)[0] + ".safetensors"
     if weights:
         from safetensors.torch import save_file
-        save_file({n: p.contiguous().clone() for n, p in zip(names, params)}, weights,
+        save_file({n: p.contiguous().clone() for n, p in own}, weights,
                   metadata={"format": "pt", "producer": "par-import"})
     return ImportResult(mlir_path=output, weights_path=weights or None, func_name=name,
                         param_names=names, aliases=aliases, data_roles=roles,
                         shardings=shard, loss=loss, stages=stage_counts,
                         layer_roles=layer_roles, tp_plan=dict(plan),
-                        mesh={"dp": dp, "tp": tp, "pp": pp})
+                        mesh={"dp": dp, "tp": tp, "pp": pp}, slices=slices)
 
 
 _COMM_LINE = re.compile(
@@ -1220,7 +1440,7 @@ def _check_dialects(func):
 
 
 def _annotate(mod, name, names, aliases, example_inputs, roles, vocab, shard,
-              dp, tp, pp, pins, module_type):
+              dp, tp, pp, pins, module_type, slices=None):
     """Argument attributes and stage pins through the MLIR Python API (builtin
     attributes only: torch-mlir's MLIR does not know the par dialect), then
     the mesh and the shardings as text."""
@@ -1252,6 +1472,13 @@ def _annotate(mod, name, names, aliases, example_inputs, roles, vocab, shard,
                 if n in aliases:
                     entries["par.aliases"] = ir.ArrayAttr.get(
                         [ir.StringAttr.get(a) for a in aliases[n]])
+                if slices and n in slices:
+                    of, dim, offset, size = slices[n]
+                    i64 = ir.IntegerType.get_signless(64)
+                    entries["par.slice"] = ir.DictAttr.get({
+                        "of": ir.StringAttr.get(of),
+                        "dim": ir.IntegerAttr.get(i64, dim),
+                        "offset": ir.IntegerAttr.get(i64, offset)})
                 if n in shard:
                     key = f"__par_sharding_{i}__"
                     placeholders[key] = _sharding_attr(shard[n])

@@ -145,9 +145,10 @@ def one(fam, work, par_bin):
     want = want_big + want_small + want_kv
     fused = [k for k, v in roles.items() if "fused" in v.why]
     if fused:
-        # Not yet (docs/Frontend.md): a fused projection's q/k/v (gate/up)
+        # A fused projection par-import could not split per segment (its
+        # output read whole: docs/Frontend.md, not yet): its q/k/v (gate/up)
         # segments cross the tp blocks and are gathered; its all-reduces are
-        # still Megatron's.
+        # still Megatron's. No family here has one (Phi-3's are split).
         print(f"{fam}: {len(gathers)} all_gather/all_to_all/reduce_scatter over tp from the fused "
               f"projections ({', '.join(fused[:2])}, ...): not yet")
         gathers = []

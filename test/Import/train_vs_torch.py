@@ -39,9 +39,13 @@ import par  # noqa: E402
 import sdpa_models  # noqa: E402
 
 # Models whose attention must shard over heads under tp: no all_gather in
-# the step's gradient (separate q/k/v projections; GPT2's fused qkv is
-# gathered, docs/Frontend.md).
-NO_GATHER = {"sdpa", "opt_lm", "bart"}
+# the step's gradient (separate q/k/v projections, or a fused qkv that
+# par-import splits per segment: nanoGPT's qkv, GPT2's c_attn).
+NO_GATHER = {"sdpa", "opt_lm", "bart", "nanogpt", "gpt2", "gpt2_sdpa"}
+# Models whose step's tp all-reduces must be Megatron's formula exactly
+# (tp_families.py's check: 4 per layer, the vocabulary-parallel embedding's
+# and head's, the loss's row values), with no all_gather over tp anywhere.
+MEGATRON = {"nanogpt", "gpt2", "gpt2_sdpa"}
 # Models whose first step's gradients are compared with torch autograd
 # (1e-5 relative to the largest gradient: f32 sums in other orders; the
 # trajectory alone hides a gradient error AdamW's normalisation shrinks
@@ -119,6 +123,35 @@ def save_inputs(xs, work, tag, first_arg):
     return flags
 
 
+def megatron_check(model, m, r, report, xs, dp, tp):
+    """The step's tp collectives against Megatron's formula (as in
+    tp_families.py): no all_gather/all_to_all/reduce_scatter over tp, and
+    the gradient function's tp all-reduce bytes between the layers' share
+    and the whole formula (par may sum the loss's row values first)."""
+    from par.frontend import _block_lists, _embedding_layers, parse_comm_report
+    from tp_families import megatron_tp_bytes
+    comm = parse_comm_report(report)
+    tp_ops = [c for f in comm.values() for c in f if c["axes"] == ["tp"]]
+    gathers = [c for c in tp_ops if c["kind"] in ("all_gather", "all_to_all", "reduce_scatter")]
+    grad = comm.get(f"{model}_grad", [])
+    got = sum(c["bytes"] for c in grad if c["axes"] == ["tp"] and
+              c["kind"] in ("all_reduce", "bucket_all_reduce"))
+    layers = len(_block_lists(m)[1])
+    h = _embedding_layers(m)[0][1].embedding_dim
+    roles = r.layer_roles.values()
+    emb = any(v.kind == "embedding" and v.style == "vocab" for v in roles)
+    head = any(v.kind != "embedding" and v.style == "vocab" for v in roles)
+    n_big, want_big, n_small, want_small = megatron_tp_bytes(
+        layers, xs[0].shape[0] // dp, xs[0].shape[1], h, tp, emb, head)
+    want = want_big + want_small
+    ok = want_big <= got <= want and not gathers
+    print(f"{model}: tp bytes per step (gradient function): {got} (Megatron: {n_big} x b*s*h "
+          f"+ {n_small} x b*s = {want}; {want - got} under it), {len(gathers)} "
+          f"all_gather/all_to_all/reduce_scatter over tp {'OK' if ok else 'FAIL'}")
+    if not ok:
+        FAILED.append(f"{model}: tp bytes")
+
+
 def main():
     model, ranks, dp, tp, pp, work = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6]
     par_opt, par_compile, par_run = (os.path.join(os.environ["PAR_BIN"], t)
@@ -148,6 +181,8 @@ def main():
     art = os.path.join(work, "art")
     report = run([par_compile, mlir, "-o", art, "--no-reference",
                   f"--options={options} comm-report=true"])
+    if model in MEGATRON and tp > 1:
+        megatron_check(model, m, r, report, xs_mb, dp, tp)
     if model in NO_GATHER and tp > 1:
         # The gradient's communication: attention runs on each rank's heads.
         grad = report.split(f"par-comm-report: @{name}_grad", 1)[-1].split("total:", 1)[0]
@@ -166,7 +201,16 @@ def main():
         g_ref = make(model, per_mb)[0]
         g_ref.load_state_dict(init)
         loss_of(g_ref, xs, loss_fn).backward()
-        grads = [p.grad for _, p in g_ref.named_parameters()]
+        # par's parameters: the module's, a fused one split per segment
+        # (r.slices: the segment's slice of the fused gradient).
+        by_name = dict(g_ref.named_parameters())
+        grads = []
+        for n in r.param_names:
+            if n in r.slices:
+                of, dim, offset, size = r.slices[n]
+                grads.append(by_name[of].grad.narrow(dim, offset, size))
+            else:
+                grads.append(by_name[n].grad)
         scale = max(float(g.abs().max()) for g in grads)
         err = max(float(np.abs(np.load(os.path.join(gdir, f"result{k + 1}.npy")) -
                                g.numpy()).max()) for k, g in enumerate(grads)) / scale
@@ -214,6 +258,21 @@ def main():
     check(f"{model}: trained weights load into the torch module ({len(sd)} tensors; "
           f"missing parameters {list(missing)}, unexpected {list(unexpected)})",
           float(len(missing) + len(unexpected)), 0)
+    if r.slices:
+        # The fused parameters (split per segment in par's program) are
+        # saved whole, under their own names, equal to torch's.
+        fused = sorted({v[0] for v in r.slices.values()})
+        mine = dict(ref.named_parameters())
+        # Absolute: a third of one AdamW step (lr 3e-3); the biases start
+        # at 0, so a relative figure would measure f32 noise on ~0.
+        shapes = all(tuple(sd[n].shape) == tuple(mine[n].shape) for n in fused if n in sd)
+        err = max(float((sd[n] - mine[n].detach()).abs().max()) if n in sd else float("inf")
+                  for n in fused)
+        show = next((n for n in fused if n.endswith("weight")), fused[0])
+        check(f"{model}: --save-weights writes the {len(fused)} fused parameters whole "
+              f"({show} {list(sd[show].shape) if show in sd else None}, shaped as "
+              f"torch's: {shapes}), largest difference to the torch-trained ones",
+              err if shapes else float("inf"), 1e-3)
     nb = new_batch(model, xs_mb)
     with torch.no_grad():
         t_next = float(loss_of(back, nb, loss_fn))

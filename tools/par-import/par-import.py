@@ -137,6 +137,9 @@ def main():
           f"loss {r.loss:.6g} on the example inputs")
     for pn in r.param_names:
         extra = f" (also {', '.join(r.aliases[pn])})" if pn in r.aliases else ""
+        if pn in r.slices:
+            of, dim, offset, size = r.slices[pn]
+            extra += f" (of {of}, dimension {dim} from {offset}, size {size})"
         s = r.shardings.get(pn)
         print(f"  {pn}{extra}: {'sharded ' + s if s else 'replicated'}")
     for i, role in enumerate(r.data_roles):

@@ -314,6 +314,13 @@ typedef struct par_tensor_info_t {
   const char *name;
   int64_t num_aliases;
   int64_t vocab;
+  /* A segment of a fused parameter (par.slice; par-import splits a fused
+   * q|k|v or gate|up projection per segment): the name of the fused tensor
+   * ("" if none) and where the slice lies in it, dimension slice_dim from
+   * slice_offset, the size global_shape[slice_dim]. Weights files hold the
+   * fused tensor. */
+  const char *slice_of;
+  int64_t slice_dim, slice_offset;
 } par_tensor_info_t;
 
 par_status_t par_function_tensor(const par_function_t *function, par_io_t io,

@@ -28,8 +28,10 @@
  * session's tensor names, aliases and vocabularies (par_tensor_info_t.name,
  * num_aliases, vocab; par_function_tensor_alias) and the roles "tokens" and
  * "targets". 6: started all-gathers (par_rt_k_all_gather_start, completed by
- * par_rt_k_wait; the kernel record "all_gather_start"). */
-#define PAR_RT_API_VERSION 6
+ * par_rt_k_wait; the kernel record "all_gather_start"). 7: the session's
+ * segments of fused parameters (par_tensor_info_t.slice_of, slice_dim,
+ * slice_offset). */
+#define PAR_RT_API_VERSION 7
 
 #ifdef __cplusplus
 extern "C" {

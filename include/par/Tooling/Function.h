@@ -83,6 +83,10 @@ struct Tensor {
   /// vocabulary (values in [0, vocab); 0: none).
   std::string name;
   std::vector<std::string> aliases;
+  /// A segment of a fused parameter (par.slice): the fused tensor's name
+  /// ("" if none), the dimension and offset of the slice in it.
+  std::string sliceOf;
+  int64_t sliceDim = 0, sliceOffset = 0;
   int64_t vocab = 0;
   int64_t globalCount = 1, localCount = 1;
 

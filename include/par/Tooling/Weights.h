@@ -34,7 +34,9 @@ public:
   explicit WeightLoader(const std::string &path);
   /// The global tensor of named input `t` (`label` is how messages name
   /// it, e.g. "arg2 (wte.weight)", of function `fn`): the file's tensor of
-  /// its name or of one of its aliases, with its dtype and global shape.
+  /// its name or of one of its aliases, with its dtype and global shape;
+  /// for a segment of a fused parameter (Tensor::sliceOf), its slice of the
+  /// fused tensor.
   Buffer load(const Tensor &t, const std::string &label,
               const std::string &fn);
   /// How many tensors were loaded, and the file's tensors no load used
@@ -46,6 +48,8 @@ public:
   void report() const;
 
 private:
+  Buffer loadSlice(const Tensor &t, const std::string &label,
+                   const std::string &fn);
   SafetensorsReader file;
   std::set<std::string> used;
   int64_t loadedCount = 0;
@@ -62,7 +66,9 @@ struct NamedValue {
   const Buffer *global;
 };
 
-/// Writes each value under its name and aliases to `path` (atomically);
+/// Writes each value under its name and aliases to `path` (atomically),
+/// the segments of a fused parameter (Tensor::sliceOf) as the fused tensor
+/// under its name;
 /// fatal if there is none (`fn` names the function in that message) or
 /// the write fails. Prints what was written.
 void saveWeights(const std::string &path, const std::string &fn,

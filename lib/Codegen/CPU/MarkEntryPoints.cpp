@@ -34,6 +34,7 @@ struct MarkEntryPointsPass
         fn.removeArgAttr(i, ParDialect::kCompressionStepAttrName);
         fn.removeArgAttr(i, ParDialect::kNameAttrName);
         fn.removeArgAttr(i, ParDialect::kAliasesAttrName);
+        fn.removeArgAttr(i, ParDialect::kSliceAttrName);
         fn.removeArgAttr(i, ParDialect::kDataAttrName);
         fn.removeArgAttr(i, ParDialect::kVocabAttrName);
       }

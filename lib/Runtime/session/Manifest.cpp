@@ -123,7 +123,8 @@ void parseSharding(const JsonValue &sh, const FunctionSpec &f, TensorSpec &t,
 }
 
 /// The frontend's optional keys: "name" (a non-empty string), "aliases"
-/// (non-empty strings, only with a name) and "vocab" (a positive integer).
+/// (non-empty strings, only with a name), "slice" ({"of", "dim",
+/// "offset"}, only with a name) and "vocab" (a positive integer).
 void parseFrontendKeys(const JsonValue &v, const std::string &what,
                        TensorSpec &t, Checker &c) {
   if (const JsonValue *nv = v.get(key::kTensorName)) {
@@ -147,6 +148,22 @@ void parseFrontendKeys(const JsonValue &v, const std::string &what,
         }
         t.aliases.push_back(*s);
       }
+  }
+  if (const JsonValue *sv = v.get(key::kSlice)) {
+    const JsonValue *of = sv->get(key::kSliceOf);
+    const JsonValue *dim = sv->get(key::kSliceDim);
+    const JsonValue *off = sv->get(key::kSliceOffset);
+    const std::string *s = of ? of->string() : nullptr;
+    std::optional<int64_t> d = dim ? dim->integer() : std::nullopt;
+    std::optional<int64_t> o = off ? off->integer() : std::nullopt;
+    if (!s || s->empty() || !d || !o || *d < 0 || *o < 0 || t.name.empty())
+      c.fail(what + " has a bad slice (expected {\"of\": a name, \"dim\", "
+                    "\"offset\": non-negative integers}, with a name)");
+    else {
+      t.sliceOf = *s;
+      t.sliceDim = *d;
+      t.sliceOffset = *o;
+    }
   }
   if (const JsonValue *vv = v.get(key::kVocab)) {
     std::optional<int64_t> n = vv->integer();

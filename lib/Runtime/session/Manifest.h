@@ -34,6 +34,10 @@ struct TensorSpec {
   /// names, and a tokens/targets input's vocabulary (0: none).
   std::string name;
   std::vector<std::string> aliases;
+  /// A segment of a fused parameter (par.slice): the fused tensor's name
+  /// ("" if none), the dimension and offset of the slice.
+  std::string sliceOf;
+  int64_t sliceDim = 0, sliceOffset = 0;
   int64_t vocab = 0;
   int64_t globalCount = 1, localCount = 1;
 

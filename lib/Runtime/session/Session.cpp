@@ -615,6 +615,9 @@ par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,
   out->name = t->name.c_str();
   out->num_aliases = t->aliases.size();
   out->vocab = t->vocab;
+  out->slice_of = t->sliceOf.c_str();
+  out->slice_dim = t->sliceDim;
+  out->slice_offset = t->sliceOffset;
   return PAR_OK;
 }
 

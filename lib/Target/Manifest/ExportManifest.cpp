@@ -169,8 +169,9 @@ struct FunctionWriter {
     return inputs;
   }
 
-  /// The frontend's names and data roles (par.name, par.aliases, par.data,
-  /// par.vocab; the dialect verified their kinds) as "name", "aliases",
+  /// The frontend's names and data roles (par.name, par.aliases, par.slice,
+  /// par.data, par.vocab; the dialect verified their kinds) as "name",
+  /// "aliases", "slice",
   /// "role" ("tokens" or "targets") and "vocab".
   void addFrontendKeys(unsigned i, llvm::json::Object &o) {
     if (auto n = fn.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName))
@@ -182,6 +183,12 @@ struct FunctionWriter {
         names.push_back(s.getValue().str());
       o[key::kAliases] = std::move(names);
     }
+    if (auto s = fn.getArgAttrOfType<DictionaryAttr>(i,
+                                                     ParDialect::kSliceAttrName))
+      o[key::kSlice] = llvm::json::Object{
+          {key::kSliceOf, s.getAs<StringAttr>("of").getValue().str()},
+          {key::kSliceDim, s.getAs<IntegerAttr>("dim").getInt()},
+          {key::kSliceOffset, s.getAs<IntegerAttr>("offset").getInt()}};
     auto data = fn.getArgAttrOfType<StringAttr>(i, ParDialect::kDataAttrName);
     if (!data)
       return;

@@ -1,7 +1,7 @@
 // RUN: par-opt %s -split-input-file -verify-diagnostics
 
 // Tests the frontend's attributes on function arguments (par.name,
-// par.aliases, par.data, par.vocab): each bad use is a diagnostic naming
+// par.aliases, par.slice, par.data, par.vocab): each bad use is a diagnostic naming
 // the argument.
 
 // Tests that a well-formed set verifies (a tied parameter, tokens and
@@ -9,6 +9,38 @@
 func.func @ok(%w: tensor<4x2xf32> {par.param, par.name = "wte.weight", par.aliases = ["lm_head.weight"]},
               %t: tensor<2x3xi64> {par.data = "tokens", par.vocab = 4 : i64},
               %y: tensor<2x3xi64> {par.data = "targets", par.vocab = 4 : i64}) {
+  return
+}
+
+// -----
+
+// Tests that the segments of a fused parameter verify (par.slice).
+func.func @slice_ok(%q: tensor<64x192xf32> {par.param, par.name = "attn.0.weight", par.slice = {of = "attn.weight", dim = 1 : i64, offset = 0 : i64}},
+                    %k: tensor<64xf32> {par.param, par.name = "attn.1.bias", par.slice = {of = "attn.bias", dim = 0 : i64, offset = 64 : i64}}) {
+  return
+}
+
+// -----
+
+// Tests that par.slice names the fused tensor.
+// expected-error @+1 {{argument #0: 'par.slice' must be {of = "name", dim = i64, offset = i64}, got {dim = 0 : i64, offset = 0 : i64}}}
+func.func @slice_no_of(%w: tensor<4xf32> {par.name = "w.0", par.slice = {dim = 0 : i64, offset = 0 : i64}}) {
+  return
+}
+
+// -----
+
+// Tests that par.slice needs a name on the same argument.
+// expected-error @+1 {{argument #0: 'par.slice' needs a 'par.name' on the same argument}}
+func.func @slice_without_name(%w: tensor<4xf32> {par.slice = {of = "w", dim = 0 : i64, offset = 0 : i64}}) {
+  return
+}
+
+// -----
+
+// Tests that par.slice's dimension is one of the argument's.
+// expected-error @+1 {{argument #0: 'par.slice' dim 1 offset 0 does not fit the argument's type 'tensor<4xf32>'}}
+func.func @slice_dim(%w: tensor<4xf32> {par.name = "w.0", par.slice = {of = "w", dim = 1 : i64, offset = 0 : i64}}) {
   return
 }
 

@@ -22,7 +22,8 @@
 //                                  "weight_grad"?, "update"? } ],
 //                    "programs": [ [action] ] } }
 //   tensor = { "dtype", "global_shape", "local_shape", "init"?, "role"?,
-//              "name"?, "aliases"?, "vocab"?,
+//              "name"?, "aliases"?, "slice"?: { "of", "dim", "offset" },
+//              "vocab"?,
 //              "sharding": {"dims", "partial", "partial_kind"} }
 //   action = { "op", "mb", "stage", "peer"? }   (peer: transfers only)
 //
@@ -32,7 +33,7 @@
 // Optional keys are added without a new version as long as an old manifest
 // still means what it meant ("compression", the input roles
 // "error_feedback", "tokens" and "targets" and an input's "name",
-// "aliases" and "vocab" are such additions: a manifest without them reads
+// "aliases", "slice" and "vocab" are such additions: a manifest without them reads
 // as before).
 //
 //===----------------------------------------------------------------------===//
@@ -128,6 +129,11 @@ inline constexpr const char kVocab[] = "vocab";
 // safetensors file) and its tied parameter's other names (par.aliases).
 inline constexpr const char kTensorName[] = "name";
 inline constexpr const char kAliases[] = "aliases";
+/// A segment of a fused parameter (par.slice): {"of", "dim", "offset"}.
+inline constexpr const char kSlice[] = "slice";
+inline constexpr const char kSliceOf[] = "of";
+inline constexpr const char kSliceDim[] = "dim";
+inline constexpr const char kSliceOffset[] = "offset";
 inline constexpr const char kSharding[] = "sharding";
 inline constexpr const char kDims[] = "dims";
 inline constexpr const char kPartial[] = "partial";

@@ -280,6 +280,25 @@ static LogicalResult verifyFrontendArgAttr(Operation *op, unsigned argIndex,
     }
     return success();
   }
+  if (name == ParDialect::kSliceAttrName) {
+    auto d = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto of = d ? d.getAs<StringAttr>("of") : StringAttr();
+    auto dim = d ? d.getAs<IntegerAttr>("dim") : IntegerAttr();
+    auto offset = d ? d.getAs<IntegerAttr>("offset") : IntegerAttr();
+    auto shaped = dyn_cast<ShapedType>(fn.getArgumentTypes()[argIndex]);
+    if (!of || of.getValue().empty() || !dim || !offset || d.size() != 3)
+      return emit() << "'par.slice' must be {of = \"name\", dim = i64, "
+                       "offset = i64}, got "
+                    << attr.getValue();
+    if (!fn.getArgAttrOfType<StringAttr>(argIndex, ParDialect::kNameAttrName))
+      return emit() << "'par.slice' needs a 'par.name' on the same argument";
+    if (!shaped || !shaped.hasRank() || dim.getInt() < 0 ||
+        dim.getInt() >= shaped.getRank() || offset.getInt() < 0)
+      return emit() << "'par.slice' dim " << dim.getInt() << " offset "
+                    << offset.getInt() << " does not fit the argument's type "
+                    << fn.getArgumentTypes()[argIndex];
+    return success();
+  }
   if (name == ParDialect::kDataAttrName) {
     auto s = dyn_cast<StringAttr>(attr.getValue());
     if (!s || (s.getValue() != "tokens" && s.getValue() != "targets"))
@@ -343,7 +362,7 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kNameAttrName || attr.getName() == kAliasesAttrName ||
-      attr.getName() == kDataAttrName || attr.getName() == kVocabAttrName)
+      attr.getName() == kSliceAttrName || attr.getName() == kDataAttrName || attr.getName() == kVocabAttrName)
     return verifyFrontendArgAttr(op, argIndex, attr);
   if (attr.getName() == kErrorFeedbackAttrName ||
       attr.getName() == kCompressionStepAttrName) {

@@ -119,6 +119,13 @@ def Par_Dialect : Dialect {
     /// non-empty StringAttrs, on an argument with a par.name; no name
     /// appears twice in a function.
     static constexpr ::llvm::StringLiteral kAliasesAttrName = "par.aliases";
+    /// A parameter that is one segment of a fused PyTorch parameter
+    /// (par-import splits q|k|v and gate|up projections per segment):
+    /// {of = "name", dim = d, offset = o}, the argument's global shape
+    /// being the slice [o, o + size) of dimension d of the tensor `of`
+    /// names, the size its own dimension d. par-run loads it from that
+    /// tensor and saves the segments back into it. Needs a par.name.
+    static constexpr ::llvm::StringLiteral kSliceAttrName = "par.slice";
     /// The role of an integer data argument: "tokens" or "targets".
     static constexpr ::llvm::StringLiteral kDataAttrName = "par.data";
     /// With par.data: the values lie in [0, vocab) (a positive i64).
