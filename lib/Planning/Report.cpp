@@ -13,8 +13,8 @@ static constexpr double kGiB = 1024.0 * 1024 * 1024;
 void mlir::par::planning::printProfile(llvm::raw_ostream &os,
                                        const ModelProfile &m) {
   os << "model: @" << m.function << ", " << m.layers << " layers, "
-     << llvm::format("%.4g", m.params) << " parameters ("
-     << llvm::format("%.4g", m.tpSplitParams) << " split over tensor "
+     << llvm::format("%.6g", m.params) << " parameters ("
+     << llvm::format("%.6g", m.tpSplitParams) << " split over tensor "
      << "parallelism), batch " << m.batch << ", sequence " << m.seq << ", "
      << m.dtype << "; " << m.kernels.size() << " forward kernels, "
      << llvm::format("%.4g", m.gemmFlopsPerSample())
@@ -26,9 +26,9 @@ void mlir::par::planning::printProfile(llvm::raw_ostream &os,
 void mlir::par::planning::printPredictedLine(llvm::raw_ostream &os,
                                              const Estimate &e) {
   os << "predicted: step " << llvm::format("%.6g", e.step) << " s, "
-     << llvm::format("%.1f", e.tflopsPerDevice) << " TFLOP/s per device, MFU "
-     << llvm::format("%.1f", e.mfu * 100) << "%, memory "
-     << llvm::format("%.2f", e.memory / kGiB) << " GiB per device\n";
+     << llvm::format("%.4g", e.tflopsPerDevice) << " TFLOP/s per device, MFU "
+     << llvm::format("%.3g", e.mfu * 100) << "%, memory "
+     << llvm::format("%.4g", e.memory / kGiB) << " GiB per device\n";
 }
 
 void mlir::par::planning::printCompileOptions(llvm::raw_ostream &os,
@@ -64,13 +64,13 @@ void mlir::par::planning::printBreakdown(llvm::raw_ostream &os,
                      e.dpTotal, e.p2p);
   os << "memory per device:\n";
   auto mem = [&](const char *name, double bytes) {
-    os << llvm::format("  %-22s %10.3f GiB\n", name, bytes / kGiB);
+    os << llvm::format("  %-22s %12.6g GiB\n", name, bytes / kGiB);
   };
   mem("weights", e.weights);
   mem("gradients", e.grads);
   mem("optimizer state", e.optimizerState);
   mem("activations", e.activations);
-  os << llvm::format("  %-22s %10.3f GiB of %.3f GiB usable (%s; %d "
+  os << llvm::format("  %-22s %12.6g GiB of %.6g GiB usable (%s; %d "
                      "micro-batch stage activations in flight)\n",
                      "total", e.memory / kGiB, e.memoryLimit / kGiB,
                      e.fits ? "fits" : "does not fit", e.inFlight);
