@@ -1,7 +1,8 @@
 //===- par-plan.cpp - Which parallel configuration, predicted -------------===//
 //
 // par-plan MODEL.mlir --machine h100 --gpus N [--global-batch B] [--seq S]
-//          [--top K] [--explain [--rank R]] [--config "dp=.. tp=.. ..."]
+//          [--top K] [--explain [--rank R]] [--tp T] [--pp P]
+//          [--config "dp=.. tp=.. ..."]
 // par-plan --list-machines
 //
 // Profiles the model once (lib/Planning/ModelProfile: par's propagation and
@@ -80,6 +81,10 @@ static cl::opt<std::string>
 static cl::opt<int64_t> maxMicroBatch("max-micro-batch",
                                       cl::desc("Largest micro-batch searched"),
                                       cl::init(16));
+static cl::opt<int64_t> fixTP("tp", cl::desc("Search only this tp"),
+                              cl::init(0));
+static cl::opt<int64_t> fixPP("pp", cl::desc("Search only this pp"),
+                              cl::init(0));
 static cl::opt<std::string>
     entry("entry", cl::desc("The model function (default: the one taking "
                             "par.param arguments and returning the loss)"),
@@ -199,6 +204,8 @@ int main(int argc, char **argv) {
   options.globalBatch = batch;
   options.precision = prec;
   options.maxMicroBatch = maxMicroBatch;
+  options.tp = fixTP;
+  options.pp = fixPP;
   SearchResult result = searchConfigurations(model, machine, options);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
