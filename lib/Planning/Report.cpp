@@ -93,7 +93,7 @@ void mlir::par::planning::printTable(llvm::raw_ostream &os,
     const Configuration &c = e.config;
     os << llvm::format(
         "%-3d %4lld %3lld %3lld %2lld %5lld %4lld %4lld %-9s %-3s %-11s "
-        "%11.5g %10.4g %7.1f %5.1f%% %9.2f %6.1f%% %5.1f%%\n",
+        "%11.5g %10.4g %7.4g %5.1f%% %9.4g %6.1f%% %5.1f%%\n",
         ++i, (long long)c.dp, (long long)c.tp, (long long)c.pp,
         (long long)c.v, (long long)c.m, (long long)e.microBatchSize,
         (long long)c.zero, c.recompute.c_str(),
