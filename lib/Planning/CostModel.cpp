@@ -134,19 +134,23 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   const double scale = computeBytes / static_cast<double>(model.dtypeBytes);
 
   // The forward of one micro-batch through the whole model, on one device
-  // of its tp group, kernel by kernel.
-  double fwd = 0, core = 0, act = 0, coreAct = 0;
-  for (const KernelCost &k : model.kernels) {
+  // of its tp group, kernel by kernel; the same for the gradient function.
+  auto kernelSeconds = [&](const KernelCost &k) {
     double n = k.perSample ? b : 1;
     double split = (k.tpSplit || (c.sequenceParallel && k.perSample)) ? t : 1;
     double flops = k.flops * n / split;
     double bytes = k.bytes * n * scale / split;
     double compute = k.gemm ? flops / (peak * dev.gemmEfficiencyAt(flops))
                             : flops / dev.vectorFlops;
-    double time = std::max(compute, bytes / dev.memoryBandwidth) +
-                  dev.launchSeconds;
+    return std::max(compute, bytes / dev.memoryBandwidth) + dev.launchSeconds;
+  };
+  double fwd = 0, core = 0, act = 0, coreAct = 0;
+  for (const KernelCost &k : model.kernels) {
+    double time = kernelSeconds(k);
     fwd += time;
     if (k.perSample) {
+      double n = b;
+      double split = (k.tpSplit || c.sequenceParallel) ? t : 1;
       double saved = k.resultBytes * n * scale / split;
       act += saved;
       if (k.attentionCore)
@@ -155,15 +159,34 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
     if (k.attentionCore)
       core += time;
   }
+  // The backward: what par-autodiff's gradient function adds to the
+  // forward, or twice the forward without one.
+  double back = 2 * fwd;
+  if (!model.gradFunction.empty()) {
+    double grad = 0;
+    for (const KernelCost &k : model.gradKernels)
+      grad += kernelSeconds(k);
+    back = std::max(grad - fwd, 0.0);
+  }
   // Tensor-parallel collectives of the forward, mirrored by the backward
   // (Megatron's f/g pairs), again for a fully recomputed forward.
   Link tpLink = linkFor(machine, 1, c.tp);
   double tpF = 0;
-  const auto &colls =
-      c.sequenceParallel ? model.spCollectives : model.tpCollectives;
-  for (const TPCollective &coll : colls)
-    tpF += collectiveSeconds(coll.kind, coll.fullBytes * b * scale, c.tp,
-                             tpLink.bandwidth, tpLink.latency);
+  auto commSeconds = [&](const std::vector<TPCollective> &colls) {
+    double sum = 0;
+    for (const TPCollective &coll : colls)
+      sum += collectiveSeconds(coll.kind, coll.fullBytes * b * scale, c.tp,
+                               tpLink.bandwidth, tpLink.latency);
+    return sum;
+  };
+  tpF = commSeconds(c.sequenceParallel ? model.spCollectives
+                                       : model.tpCollectives);
+  double tpB = tpF;
+  if (!model.gradFunction.empty())
+    tpB = std::max(0.0, commSeconds(c.sequenceParallel
+                                        ? model.gradSPCollectives
+                                        : model.gradTPCollectives) -
+                            tpF);
   double recomputeFwd = c.recompute == "full"        ? fwd
                         : c.recompute == "selective" ? core
                                                      : 0;
@@ -171,16 +194,16 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
 
   // Per chunk (stage) and micro-batch.
   double f = (fwd + tpF) / chunks;
-  double bwd = (2 * fwd + tpF + recomputeFwd + tpR) / chunks;
+  double bwd = (back + tpB + recomputeFwd + tpR) / chunks;
   Link ppLink = linkFor(machine, c.tp * c.dp, 2);
   double p2pBytes = model.hiddenBytes * b * scale;
   e.p2p = c.pp > 1 ? ppLink.latency + p2pBytes / ppLink.bandwidth : 0;
   Pipeline pipe = pipelineTime(c, f, bwd, e.p2p);
   double mv = static_cast<double>(c.m * c.v);
   e.forward = mv * fwd / chunks;
-  e.backward = mv * 2 * fwd / chunks;
+  e.backward = mv * back / chunks;
   e.recompute = mv * recomputeFwd / chunks;
-  e.tpComm = mv * (2 * tpF + tpR) / chunks;
+  e.tpComm = mv * (tpF + tpB + tpR) / chunks;
   double busy = e.forward + e.backward + e.recompute + e.tpComm;
   e.bubble = std::max(0.0, pipe.makespan - busy);
   e.inFlight = pipe.inFlight;

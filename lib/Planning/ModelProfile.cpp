@@ -6,6 +6,7 @@
 #include "par/Dialect/Par/IR/ParDialect.h"
 #include "par/Dialect/Par/Transforms/ShardingPropagation.h"
 #include "par/Pipelines/Pipelines.h"
+#include "par/Training/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -125,9 +126,13 @@ void collectTP(func::FuncOp fn, StringRef tpAxis, double localSamples,
   });
 }
 
+/// par-spmd on a copy of `module`: the tensor-parallel collectives of
+/// `function` into `out`, of `grad` (if any) into `gradOut`.
 bool partitionCopy(ModuleOp module, const std::string &function,
-                   StringRef tpAxis, double localSamples, bool sp,
-                   std::vector<TPCollective> &out, std::string &error) {
+                   const std::string &grad, StringRef tpAxis,
+                   double localSamples, bool sp,
+                   std::vector<TPCollective> &out,
+                   std::vector<TPCollective> &gradOut, std::string &error) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   SPMDPipelineOptions options;
@@ -148,10 +153,98 @@ bool partitionCopy(ModuleOp module, const std::string &function,
       return false;
     }
   }
-  auto fn = copy->lookupSymbol<func::FuncOp>(function);
-  if (fn)
+  if (auto fn = copy->lookupSymbol<func::FuncOp>(function))
     collectTP(fn, tpAxis, localSamples, out);
+  if (!grad.empty())
+    if (auto fn = copy->lookupSymbol<func::FuncOp>(grad))
+      collectTP(fn, tpAxis, localSamples, gradOut);
   return true;
+}
+
+/// The kernels of `fn` (propagated) into `out`; `divisor` collects the
+/// tp-split dimensions, `sizes` the per-sample result sizes. False if a
+/// tensor has a dynamic shape.
+bool collectKernels(func::FuncOp fn, const ModelProfile &p, int64_t &divisor,
+                    std::map<int64_t, int64_t> &sizes,
+                    std::vector<KernelCost> &out) {
+  const double batch = static_cast<double>(p.batch);
+  bool failedShape = false;
+  fn.walk([&](Operation *op) {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if ((!linalgOp && !isa<linalg::SoftmaxOp>(op)) ||
+        isa<linalg::FillOp>(op))
+      return;
+    for (Value v : op->getOperands())
+      if (auto t = dyn_cast<RankedTensorType>(v.getType());
+          t && !t.hasStaticShape())
+        failedShape = true;
+    KernelCost k;
+    k.name = op->getName().getStringRef().str();
+    k.gemm = linalgOp && linalgOp.getNumReductionLoops() > 0 &&
+             linalg::isaContractionOpInterface(linalgOp);
+    double flops = getOpFlops(op);
+    double bytes = 0, results = 0;
+    bool dp = false, tp = false, batchShaped = false, core = false;
+    for (Value v : op->getOperands()) {
+      bytes += getTensorBytes(v.getType());
+      ShardingAttr s = shardingOfValue(v);
+      dp |= mentions(s, p.dpAxis);
+      tp |= mentions(s, p.tpAxis);
+      if (!p.tpAxis.empty())
+        noteSplitDims(v, p.tpAxis, divisor);
+    }
+    for (Value v : op->getResults()) {
+      int64_t b = getTensorBytes(v.getType());
+      bytes += b;
+      results += b;
+      ShardingAttr s = shardingOfValue(v);
+      dp |= mentions(s, p.dpAxis);
+      tp |= mentions(s, p.tpAxis);
+      if (!p.tpAxis.empty())
+        noteSplitDims(v, p.tpAxis, divisor);
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (!type)
+        continue;
+      int seqDims = 0;
+      for (int64_t d : type.getShape()) {
+        seqDims += p.seq > 1 && d == p.seq;
+        batchShaped |= d == p.batch || d == p.batch * p.seq;
+      }
+      core |= seqDims >= 2;
+    }
+    k.perSample = dp || (p.batch > 1 && batchShaped) || p.batch == 1;
+    double scale = k.perSample ? batch : 1.0;
+    k.flops = flops / scale;
+    k.bytes = bytes / scale;
+    k.resultBytes = results / scale;
+    k.tpSplit = tp;
+    k.attentionCore = core;
+    if (k.perSample && !core && op->getNumResults() == 1 &&
+        isa<RankedTensorType>(op->getResult(0).getType())) {
+      int64_t n = cast<RankedTensorType>(op->getResult(0).getType())
+                      .getNumElements();
+      ++sizes[n];
+    }
+    out.push_back(k);
+  });
+  return !failedShape;
+}
+
+/// Runs `build`'s passes on `module`, the first error into `error`.
+template <typename Build>
+bool runPasses(ModuleOp module, Build build, std::string &error) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  build(pm);
+  std::string diag;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error && diag.empty())
+      diag = d.str();
+    return success();
+  });
+  if (succeeded(pm.run(module)))
+    return true;
+  error = diag.empty() ? "failed" : diag;
+  return false;
 }
 
 } // namespace
@@ -243,64 +336,7 @@ bool mlir::par::planning::profileModel(ModuleOp module,
   int64_t divisor = 0;
   std::map<int64_t, int64_t> perSampleSizes; // residual candidates
   const double batch = static_cast<double>(p.batch);
-  bool failedShape = false;
-  fn.walk([&](Operation *op) {
-    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-    if ((!linalgOp && !isa<linalg::SoftmaxOp>(op)) ||
-        isa<linalg::FillOp>(op))
-      return;
-    for (Value v : op->getOperands())
-      if (auto t = dyn_cast<RankedTensorType>(v.getType());
-          t && !t.hasStaticShape())
-        failedShape = true;
-    KernelCost k;
-    k.name = op->getName().getStringRef().str();
-    k.gemm = linalgOp && linalgOp.getNumReductionLoops() > 0 &&
-             linalg::isaContractionOpInterface(linalgOp);
-    double flops = getOpFlops(op);
-    double bytes = 0, results = 0;
-    bool dp = false, tp = false, batchShaped = false, core = false;
-    for (Value v : op->getOperands()) {
-      bytes += getTensorBytes(v.getType());
-      ShardingAttr s = shardingOfValue(v);
-      dp |= mentions(s, p.dpAxis);
-      tp |= mentions(s, p.tpAxis);
-      if (!p.tpAxis.empty())
-        noteSplitDims(v, p.tpAxis, divisor);
-    }
-    for (Value v : op->getResults()) {
-      int64_t b = getTensorBytes(v.getType());
-      bytes += b;
-      results += b;
-      ShardingAttr s = shardingOfValue(v);
-      dp |= mentions(s, p.dpAxis);
-      tp |= mentions(s, p.tpAxis);
-      if (!p.tpAxis.empty())
-        noteSplitDims(v, p.tpAxis, divisor);
-      auto type = cast<RankedTensorType>(v.getType());
-      int seqDims = 0;
-      for (int64_t d : type.getShape()) {
-        seqDims += p.seq > 1 && d == p.seq;
-        batchShaped |= d == p.batch || d == p.batch * p.seq;
-      }
-      core |= seqDims >= 2;
-    }
-    k.perSample = dp || (p.batch > 1 && batchShaped) || p.batch == 1;
-    double scale = k.perSample ? batch : 1.0;
-    k.flops = flops / scale;
-    k.bytes = bytes / scale;
-    k.resultBytes = results / scale;
-    k.tpSplit = tp;
-    k.attentionCore = core;
-    if (k.perSample && !core && op->getNumResults() == 1 &&
-        isa<RankedTensorType>(op->getResult(0).getType())) {
-      int64_t n = cast<RankedTensorType>(op->getResult(0).getType())
-                      .getNumElements();
-      ++perSampleSizes[n];
-    }
-    p.kernels.push_back(k);
-  });
-  if (failedShape) {
+  if (!collectKernels(fn, p, divisor, perSampleSizes, p.kernels)) {
     error = "@" + p.function + " has tensors of dynamic shape";
     return false;
   }
@@ -319,16 +355,65 @@ bool mlir::par::planning::profileModel(ModuleOp module,
   if (p.tpDivisor == 0)
     p.tpAxis.clear();
 
-  // par-spmd on copies: the forward's tensor-parallel collectives.
+  // par-autodiff on a copy: the gradient function par builds (forward and
+  // backward), propagated like the forward. Without it (a model autodiff
+  // does not take) the backward is priced as twice the forward.
+  OwningOpRef<ModuleOp> differentiated(cast<ModuleOp>(module->clone()));
+  std::string gradName, autodiffError;
+  if (runPasses(
+          *differentiated,
+          [](PassManager &pm) { pm.addPass(createAutodiff()); },
+          autodiffError)) {
+    auto m = differentiated->lookupSymbol<func::FuncOp>(p.function);
+    if (auto link = m->getAttrOfType<FlatSymbolRefAttr>(
+            ParDialect::kGradAttrName))
+      gradName = link.getValue().str();
+  }
+  if (!gradName.empty()) {
+    OwningOpRef<ModuleOp> prop(cast<ModuleOp>(differentiated->clone()));
+    std::string diag;
+    {
+      ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
+        if (d.getSeverity() == DiagnosticSeverity::Error && diag.empty())
+          diag = d.str();
+        return success();
+      });
+      propagateShardings(*prop);
+    }
+    int64_t ignoredDivisor = 0;
+    std::map<int64_t, int64_t> ignoredSizes;
+    auto gradFn = prop->lookupSymbol<func::FuncOp>(gradName);
+    if (diag.empty() && gradFn &&
+        collectKernels(gradFn, p, ignoredDivisor, ignoredSizes,
+                       p.gradKernels)) {
+      p.gradFunction = gradName;
+    } else {
+      p.gradKernels.clear();
+      autodiffError = diag.empty() ? "no static gradient function" : diag;
+      gradName.clear();
+    }
+  }
+  if (gradName.empty())
+    p.backwardNote = "backward priced as 2 x forward (par-autodiff: " +
+                     (autodiffError.empty() ? std::string("no gradient")
+                                            : autodiffError) +
+                     ")";
+
+  // par-spmd on copies: the tensor-parallel collectives of the forward and
+  // of the gradient function.
   if (!p.tpAxis.empty()) {
     double localSamples = batch / static_cast<double>(p.meshDP);
-    if (!partitionCopy(module, p.function, p.tpAxis, localSamples, false,
-                       p.tpCollectives, error))
+    ModuleOp source = gradName.empty() ? module : *differentiated;
+    if (!partitionCopy(source, p.function, gradName, p.tpAxis, localSamples,
+                       false, p.tpCollectives, p.gradTPCollectives, error))
       return false;
     std::string spError;
-    if (!partitionCopy(module, p.function, p.tpAxis, localSamples, true,
-                       p.spCollectives, spError))
-      p.spCollectives = p.tpCollectives; // sp not applicable: same traffic
+    if (!partitionCopy(source, p.function, gradName, p.tpAxis, localSamples,
+                       true, p.spCollectives, p.gradSPCollectives, spError)) {
+      // Sequence parallelism not applicable: the same traffic.
+      p.spCollectives = p.tpCollectives;
+      p.gradSPCollectives = p.gradTPCollectives;
+    }
   }
   out = std::move(p);
   return true;

@@ -20,7 +20,13 @@ void mlir::par::planning::printProfile(llvm::raw_ostream &os,
      << llvm::format("%.4g", m.gemmFlopsPerSample())
      << " GEMM FLOPs per sample; " << m.tpCollectives.size()
      << " tensor-parallel collectives in the forward ("
-     << m.spCollectives.size() << " with sequence parallelism)\n";
+     << m.spCollectives.size() << " with sequence parallelism); ";
+  if (!m.gradFunction.empty())
+    os << "backward from @" << m.gradFunction << " (" << m.gradKernels.size()
+       << " kernels with the forward, " << m.gradTPCollectives.size()
+       << " tensor-parallel collectives)\n";
+  else
+    os << m.backwardNote << "\n";
 }
 
 void mlir::par::planning::printPredictedLine(llvm::raw_ostream &os,

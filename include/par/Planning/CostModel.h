@@ -3,7 +3,8 @@
 // Prices one configuration of a profiled model on a machine
 // (docs/Planning.md): each forward kernel by a roofline (matrix units at the
 // GEMM efficiency of its size, or vector units, against memory bandwidth,
-// plus a launch), the backward as twice the forward, recomputation as the
+// plus a launch), the backward as what par-autodiff's gradient function
+// adds to the forward (twice the forward without one), recomputation as the
 // forward (or its attention cores) again, each tensor-parallel collective
 // par places by α–β over the link its group uses, the pipeline by par's own
 // timetable (lib/Schedule) with those costs, the data-parallel gradient

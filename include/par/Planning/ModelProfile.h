@@ -5,9 +5,11 @@
 // (from par's own sharding propagation of the model's annotations), the
 // collectives par's partitioner places in the forward over the
 // tensor-parallel axis (par-spmd on a copy, with and without sequence
-// parallelism), and the parameters. Every configuration is then priced
-// from this profile analytically (CostModel.h): nothing is allocated and
-// the model is partitioned twice, whatever the number of candidates.
+// parallelism), the same for the gradient function par-autodiff makes of
+// it (the backward is what it adds), and the parameters. Every
+// configuration is then priced from this profile analytically
+// (CostModel.h): nothing is allocated, and the model is differentiated once
+// and partitioned twice, whatever the number of candidates.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +59,13 @@ struct ModelProfile {
   std::vector<KernelCost> kernels;
   std::vector<TPCollective> tpCollectives;   // without sequence parallelism
   std::vector<TPCollective> spCollectives;   // with it
+  /// par-autodiff's gradient function (forward and backward in one), its
+  /// kernels and tp collectives; empty when autodiff did not take the model
+  /// (`backwardNote` says why: the backward is then 2 x the forward).
+  std::string gradFunction;
+  std::vector<KernelCost> gradKernels;
+  std::vector<TPCollective> gradTPCollectives, gradSPCollectives;
+  std::string backwardNote;
 
   /// Sum of gemm FLOPs per sample (the forward's model FLOPs).
   double gemmFlopsPerSample() const;
