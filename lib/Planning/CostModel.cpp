@@ -104,6 +104,46 @@ Pipeline pipelineTime(const Configuration &c, double f, double b,
 }
 } // namespace
 
+namespace {
+/// One kernel for one micro-batch of `b` samples on one device.
+KernelTime priceKernel(const KernelCost &k, const DeviceSpec &dev,
+                       const Configuration &c, double b, double scale,
+                       double peak) {
+  double t = static_cast<double>(c.tp);
+  double n = k.perSample ? b : 1;
+  double split = (k.tpSplit || (c.sequenceParallel && k.perSample)) ? t : 1;
+  KernelTime r;
+  r.name = k.name;
+  r.gemm = k.gemm;
+  r.flops = k.flops * n / split;
+  r.bytes = k.bytes * n * scale / split;
+  double compute = k.gemm ? r.flops / (peak * dev.gemmEfficiencyAt(r.flops))
+                          : r.flops / dev.vectorFlops;
+  r.seconds = std::max(compute, r.bytes / dev.memoryBandwidth) +
+              dev.launchSeconds;
+  return r;
+}
+} // namespace
+
+std::vector<KernelTime> mlir::par::planning::kernelTimes(
+    const ModelProfile &model, const Machine &machine, const Configuration &c,
+    int64_t globalBatch) {
+  std::vector<KernelTime> out;
+  double peak = machine.device.peakFor(c.precision);
+  if (peak <= 0 || c.dp * c.m <= 0)
+    return out;
+  double b = static_cast<double>(globalBatch / (c.dp * c.m));
+  double scale = (c.precision != "f32" ? 2.0 : 4.0) /
+                 static_cast<double>(model.dtypeBytes);
+  for (const KernelCost &k : model.kernels)
+    out.push_back(priceKernel(k, machine.device, c, b, scale, peak));
+  for (const KernelCost &k : model.gradKernels) {
+    out.push_back(priceKernel(k, machine.device, c, b, scale, peak));
+    out.back().backward = true;
+  }
+  return out;
+}
+
 bool mlir::par::planning::estimate(const ModelProfile &model,
                                    const Machine &machine,
                                    const Configuration &c,
@@ -136,13 +176,7 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   // The forward of one micro-batch through the whole model, on one device
   // of its tp group, kernel by kernel; the same for the gradient function.
   auto kernelSeconds = [&](const KernelCost &k) {
-    double n = k.perSample ? b : 1;
-    double split = (k.tpSplit || (c.sequenceParallel && k.perSample)) ? t : 1;
-    double flops = k.flops * n / split;
-    double bytes = k.bytes * n * scale / split;
-    double compute = k.gemm ? flops / (peak * dev.gemmEfficiencyAt(flops))
-                            : flops / dev.vectorFlops;
-    return std::max(compute, bytes / dev.memoryBandwidth) + dev.launchSeconds;
+    return priceKernel(k, dev, c, b, scale, peak).seconds;
   };
   double fwd = 0, core = 0, act = 0, coreAct = 0;
   for (const KernelCost &k : model.kernels) {

@@ -8,6 +8,7 @@
 #include "par/Pipelines/Pipelines.h"
 #include "par/Training/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -161,6 +162,34 @@ bool partitionCopy(ModuleOp module, const std::string &function,
   return true;
 }
 
+/// The range of the loop an embedding gradient's one-hot accumulation
+/// spends on the table's rows, or 0: a parallel loop r of a generic whose
+/// `linalg.index r` is compared for equality and which no input's indexing
+/// map uses (par-one-hot-to-scatter's match, on tensors). par's CPU
+/// lowering turns it into a scatter-add, r times fewer iterations.
+int64_t oneHotRows(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInits() != 1)
+    return 0;
+  SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iters = generic.getIteratorTypesArray();
+  for (auto index : generic.getBody()->getOps<linalg::IndexOp>()) {
+    unsigned r = index.getDim();
+    if (r >= iters.size() || iters[r] != utils::IteratorType::parallel ||
+        ShapedType::isDynamic(ranges[r]) || !index->hasOneUse())
+      continue;
+    auto cmp = dyn_cast<arith::CmpIOp>(*index->getUsers().begin());
+    if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::eq)
+      continue;
+    bool inputUsesR = false;
+    for (OpOperand *in : generic.getDpsInputOperands())
+      inputUsesR |= generic.getMatchingIndexingMap(in).isFunctionOfDim(r);
+    if (!inputUsesR)
+      return ranges[r];
+  }
+  return 0;
+}
+
 /// The kernels of `fn` (propagated) into `out`; `divisor` collects the
 /// tp-split dimensions, `sizes` the per-sample result sizes. False if a
 /// tensor has a dynamic shape.
@@ -211,6 +240,20 @@ bool collectKernels(func::FuncOp fn, const ModelProfile &p, int64_t &divisor,
         batchShaped |= d == p.batch || d == p.batch * p.seq;
       }
       core |= seqDims >= 2;
+    }
+    if (int64_t rows = oneHotRows(op); rows > 1) {
+      // Priced as the scatter-add par's CPU lowering makes of it: each
+      // input element read once, its row of the output read and written.
+      k.name = "scatter (one-hot)";
+      flops /= static_cast<double>(rows);
+      double inputs = 0, largest = 0;
+      for (OpOperand *in :
+           cast<linalg::GenericOp>(op).getDpsInputOperands()) {
+        double b = getTensorBytes(in->get().getType());
+        inputs += b;
+        largest = std::max(largest, b);
+      }
+      bytes = inputs + 2 * largest;
     }
     k.perSample = dp || (p.batch > 1 && batchShaped) || p.batch == 1;
     double scale = k.perSample ? batch : 1.0;

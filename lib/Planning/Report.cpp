@@ -6,6 +6,8 @@
 
 #include "llvm/Support/Format.h"
 
+#include <algorithm>
+
 using namespace mlir::par::planning;
 
 static constexpr double kGiB = 1024.0 * 1024 * 1024;
@@ -107,5 +109,22 @@ void mlir::par::planning::printTable(llvm::raw_ostream &os,
         c.pp > 1 ? c.schedule.c_str() : "-", e.step, e.tokensPerSecond,
         e.tflopsPerDevice, e.mfu * 100, e.memory / kGiB, e.bubbleShare * 100,
         e.commShare * 100);
+  }
+}
+
+void mlir::par::planning::printKernels(llvm::raw_ostream &os,
+                                       std::vector<KernelTime> kernels,
+                                       int n) {
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [](const KernelTime &a, const KernelTime &b) {
+                     return a.seconds > b.seconds;
+                   });
+  os << "most expensive kernels (one micro-batch, one device; gradient "
+        "function = forward + backward):\n";
+  for (int i = 0; i < n && i < static_cast<int>(kernels.size()); ++i) {
+    const KernelTime &k = kernels[i];
+    os << llvm::format("  %-9s %-18s %-4s %12.6g s %12.4g FLOPs %12.4g bytes\n",
+                       k.backward ? "gradient" : "forward", k.name.c_str(),
+                       k.gemm ? "gemm" : "", k.seconds, k.flops, k.bytes);
   }
 }

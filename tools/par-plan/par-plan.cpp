@@ -91,6 +91,10 @@ static cl::opt<std::string>
           cl::init(""));
 static cl::opt<bool> listMachinesFlag("list-machines",
                                       cl::desc("List the shipped machines"));
+static cl::opt<int> showKernels(
+    "kernels", cl::desc("With --config: the N most expensive kernels of the "
+                        "forward and of the gradient function"),
+    cl::init(0));
 static cl::opt<bool> showProfile("profile",
                                  cl::desc("Print the model's profile"));
 
@@ -196,6 +200,9 @@ int main(int argc, char **argv) {
       return fail(error);
     printPredictedLine(llvm::outs(), e);
     printBreakdown(llvm::outs(), e, machine);
+    if (showKernels > 0)
+      printKernels(llvm::outs(), kernelTimes(model, machine, c, batch),
+                   showKernels);
     return 0;
   }
 

@@ -20,6 +20,7 @@
 #include "par/Planning/Configuration.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::par::planning {
 
@@ -61,6 +62,21 @@ struct Estimate {
 bool estimate(const ModelProfile &model, const Machine &machine,
               const Configuration &config, int64_t globalBatch,
               Estimate &out, std::string &error);
+
+/// One kernel's priced time for one micro-batch on one device.
+struct KernelTime {
+  std::string name;
+  bool gemm = false;
+  bool backward = false; // a kernel of the gradient function
+  double flops = 0, bytes = 0, seconds = 0;
+};
+
+/// Every kernel of the forward and of the gradient function priced for
+/// `config` (the rows behind Estimate::forward and backward).
+std::vector<KernelTime> kernelTimes(const ModelProfile &model,
+                                    const Machine &machine,
+                                    const Configuration &config,
+                                    int64_t globalBatch);
 
 /// α–β time of one ring collective (`kind` as in TPCollective) of a
 /// `fullBytes` tensor over `n` devices on a link of `bandwidth` bytes/s and

@@ -34,6 +34,10 @@ void printBreakdown(llvm::raw_ostream &os, const Estimate &e,
 /// One row per estimate, best first, numbered from 1.
 void printTable(llvm::raw_ostream &os, const std::vector<Estimate> &rows);
 
+/// The `n` most expensive of `kernels` (per micro-batch, one device).
+void printKernels(llvm::raw_ostream &os, std::vector<KernelTime> kernels,
+                  int n);
+
 /// The mesh and par-compile's --options for `e`'s configuration.
 void printCompileOptions(llvm::raw_ostream &os, const Estimate &e);
 
