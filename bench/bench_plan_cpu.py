@@ -61,7 +61,8 @@ def main():
     ap.add_argument("--only", type=int, default=0, help="the first N rows")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench_plan_cpu.")
-    print("GPT L=%d d=%d heads=%d S=%d B=%d V=%d, 8 ranks, cpu-local" % (
+    print("GPT L=%d d=%d heads=%d S=%d global batch %d V=%d, 8 ranks, "
+          "cpu-local" % (
         args.layers, args.dmodel, args.heads, args.seq, args.batch,
         args.vocab))
     print("| configuration | predicted s | measured s | error | predicted "
@@ -71,16 +72,21 @@ def main():
     for i, (dp, tp, pp, rest) in enumerate(CONFIGS):
         if args.only and i >= args.only:
             break
-        model = os.path.join(tmp, "gpt_dp%d_tp%d_pp%d.mlir" % (dp, tp, pp))
+        # par's model holds one micro-batch (over all dp ranks):
+        # micro-batches=m makes a step of m of them, the global batch.
+        m = int(re.search(r"m=(\d+)", rest).group(1))
+        model = os.path.join(tmp, "gpt_dp%d_tp%d_pp%d_b%d.mlir" % (
+            dp, tp, pp, args.batch // m))
         if not os.path.exists(model):
             run([sys.executable, GEN, "--gpt", "--layers", str(args.layers),
-                 "--batch", str(args.batch), "--seq", str(args.seq),
+                 "--batch", str(args.batch // m), "--seq", str(args.seq),
                  "--dmodel", str(args.dmodel), "--heads", str(args.heads),
                  "--vocab", str(args.vocab), "--dp", str(dp), "--tp", str(tp),
                  "--pp", str(pp), "-o", model])
         config = "dp=%d tp=%d pp=%d %s" % (dp, tp, pp, rest)
         plan = run([os.path.join(BIN, "par-plan"), model, "--machine",
-                    "cpu-local", "--gpus", "8", "--config", config])
+                    "cpu-local", "--gpus", "8", "--global-batch",
+                    str(args.batch), "--config", config])
         m = re.search(r"predicted: step ([0-9.e+-]+) s, .* memory "
                       r"([0-9.e+-]+) GiB", plan)
         predicted, pmem = float(m.group(1)), float(m.group(2)) * 1024

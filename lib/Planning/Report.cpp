@@ -42,7 +42,12 @@ void mlir::par::planning::printPredictedLine(llvm::raw_ostream &os,
 void mlir::par::planning::printCompileOptions(llvm::raw_ostream &os,
                                               const Estimate &e) {
   os << "mesh: " << e.config.meshLine()
-     << " (the model's par.mesh; pp is the number of pipeline ranks)\n";
+     << " (the model's par.mesh; pp is the number of pipeline ranks); "
+        "the model's batch dimension: "
+     << e.microBatchSize * e.config.dp
+     << " (one micro-batch over the dp ranks; micro-batches=" << e.config.m
+     << " makes the step's " << e.microBatchSize * e.config.dp * e.config.m
+     << ")\n";
   os << "par-compile --options=\"" << e.config.compileOptions() << "\"\n";
 }
 
