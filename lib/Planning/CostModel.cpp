@@ -202,8 +202,9 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
       grad += kernelSeconds(k);
     back = std::max(grad - fwd, 0.0);
   }
-  // Tensor-parallel collectives of the forward, mirrored by the backward
-  // (Megatron's f/g pairs), again for a fully recomputed forward.
+  // Tensor-parallel collectives of the forward; the backward's are what the
+  // gradient function adds (without one, the forward's again: Megatron's
+  // f/g pairs); a fully recomputed forward repeats the forward's.
   Link tpLink = linkFor(machine, 1, c.tp);
   double tpF = 0;
   auto commSeconds = [&](const std::vector<TPCollective> &colls) {
@@ -275,10 +276,12 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   e.weights = deviceParams * computeBytes;
   e.grads = deviceParams * 4;
   e.optimizerState = deviceParams * (mixed ? 12 : 8);
-  if (c.zero >= 1)
+  // par's zero=1 is ZeRO-2's program (Communication/ZeRO.h): each gradient
+  // is reduce-scattered straight into its shard.
+  if (c.zero >= 1) {
     e.optimizerState /= dp;
-  if (c.zero >= 2)
     e.grads /= dp;
+  }
   if (c.zero >= 3)
     e.weights /= dp;
   double actChunk = act / chunks;

@@ -153,11 +153,13 @@ TEST(Planning, EstimateComposesTheTimetable) {
   // Model FLOPs 3 x 4e11 x 4 samples.
   EXPECT_DOUBLE_EQ(e.modelFlops, 3 * 4e11 * 4);
 
-  // ZeRO-1 over dp=2 halves the optimizer state; tp=2 halves the split
-  // parameters and the GEMMs.
+  // ZeRO-1 over dp=2 halves the optimizer state and the gradients; tp=2
+  // halves the split parameters.
   Configuration z;
   z.dp = 2, z.tp = 2, z.m = 2, z.zero = 1;
   ASSERT_TRUE(estimate(p, m, z, 4, e, error)) << error;
   EXPECT_DOUBLE_EQ(e.weights, 1e8);
   EXPECT_DOUBLE_EQ(e.optimizerState, 12 * 5e7 / 2);
+  // par's zero=1 reduce-scatters the gradients too (ZeRO-2's program).
+  EXPECT_DOUBLE_EQ(e.grads, 4 * 5e7 / 2);
 }
