@@ -296,7 +296,18 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
     working = act / static_cast<double>(model.layers);
   }
   e.activations = actChunk * e.inFlight + working;
-  e.memory = e.weights + e.grads + e.optimizerState + e.activations;
+  // par keeps the state (weights and optimizer state) out of place: the
+  // runner holds a step's arguments and its results (two buffer sets it
+  // swaps, docs/Architecture.md), and the update writes fresh results
+  // while both are alive. par-memory-plan's peak is the larger of the
+  // backward's (two copies of the state, the saved activations) and the
+  // update's (three copies, the gradients).
+  double state = e.weights + e.optimizerState;
+  double backwardPeak = 2 * state + e.activations;
+  double updatePeak = 3 * state + e.grads;
+  e.peakAtUpdate = updatePeak > backwardPeak;
+  e.memory = std::max(backwardPeak, updatePeak);
+  e.stateCopies = (e.peakAtUpdate ? 2 : 1) * state;
   e.memoryLimit = dev.memoryBytes * dev.usableFraction;
   e.fits = e.memory <= e.memoryLimit;
 

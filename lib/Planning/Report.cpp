@@ -83,10 +83,14 @@ void mlir::par::planning::printBreakdown(llvm::raw_ostream &os,
   mem("gradients", e.grads);
   mem("optimizer state", e.optimizerState);
   mem("activations", e.activations);
+  mem("state copies", e.stateCopies);
   os << llvm::format("  %-22s %12.6g GiB of %.6g GiB usable (%s; %d "
-                     "micro-batch stage activations in flight)\n",
+                     "micro-batch stage activations in flight; peak in the "
+                     "%s)\n",
                      "total", e.memory / kGiB, e.memoryLimit / kGiB,
-                     e.fits ? "fits" : "does not fit", e.inFlight);
+                     e.fits ? "fits" : "does not fit", e.inFlight,
+                     e.peakAtUpdate ? "update: state x3 + gradients"
+                                    : "backward: state x2 + activations");
   os << llvm::format("throughput: %.6g tokens/s, %.1f TFLOP/s per device, "
                      "MFU %.1f%%, bubble %.1f%%, communication %.1f%%\n",
                      e.tokensPerSecond, e.tflopsPerDevice, e.mfu * 100,

@@ -10,7 +10,8 @@
 // timetable (lib/Schedule) with those costs, the data-parallel gradient
 // reduction overlapped with the last backward, the optimizer by the bytes it
 // touches; memory by the ZeRO formulas and the forward's saved results
-// times the activations the timetable keeps in flight.
+// times the activations the timetable keeps in flight, with the state held
+// out of place as par runs it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +45,12 @@ struct Estimate {
   double p2p = 0;      // one stage transfer
   // Memory per device.
   double weights = 0, grads = 0, optimizerState = 0, activations = 0;
+  /// The extra copies of weights and optimizer state at the peak (par's
+  /// update is out of place); the peak holds the weights, the optimizer
+  /// state and these, plus the gradients at the update or the activations
+  /// in the backward.
+  double stateCopies = 0;
+  bool peakAtUpdate = false;
   double memory = 0;
   double memoryLimit = 0;
   bool fits = false;
