@@ -85,13 +85,20 @@ def main():
         errors.append(abs(err))
         row = "| %s | %d | %d | %d | %d | %d | %.1f | %+.1f%% | %.1f |" % (
             name, gpus, tp, pp, batch, published, got, 100 * err, seconds)
+        fits = "does not fit" not in out
+        row = row[:-1] + "%s |" % ("" if fits else " (does not fit)")
         if args.search:
-            out = run([PLAN, model, "--machine", "a100", "--gpus", str(gpus),
-                       "--global-batch", str(batch), "--tp", str(tp), "--pp",
-                       str(pp), "--precision", "f16", "--top", "1"])
-            best = tflops(out.split("best: ", 1)[1])
-            opts = re.search(r'--options="([^"]*)"', out).group(1)
-            row += " %.1f | %s |" % (best, opts)
+            r = subprocess.run(
+                [PLAN, model, "--machine", "a100", "--gpus", str(gpus),
+                 "--global-batch", str(batch), "--tp", str(tp), "--pp",
+                 str(pp), "--precision", "f16", "--top", "1"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if r.returncode == 0:
+                best = tflops(r.stdout.split("best: ", 1)[1])
+                opts = re.search(r'--options="([^"]*)"', r.stdout).group(1)
+                row += " %.1f | %s |" % (best, opts)
+            else:
+                row += " - | %s |" % r.stdout.strip().splitlines()[-1]
         print(row, flush=True)
     print("\nmean |error| %.1f%%, max %.1f%%; rows within 10%%: %d of %d" % (
         100 * sum(errors) / len(errors), 100 * max(errors),

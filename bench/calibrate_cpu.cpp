@@ -152,6 +152,7 @@ int main(int argc, char **argv) {
     gethostname(host, sizeof host - 1);
     printf("{\n");
     printf("  \"name\": \"cpu-local\",\n");
+    printf("  \"target\": \"cpu\",\n");
     printf("  \"description\": \"this machine (%s) as %d ranks of %d "
            "thread(s), %ld cores: measured by par-calibrate-cpu\",\n",
            host, size, threads, sysconf(_SC_NPROCESSORS_ONLN));

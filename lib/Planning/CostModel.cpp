@@ -298,16 +298,19 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   e.activations = actChunk * e.inFlight + working;
   // par keeps the state (weights and optimizer state) out of place: the
   // runner holds a step's arguments and its results (two buffer sets it
-  // swaps, docs/Architecture.md), and the update writes fresh results
-  // while both are alive. par-memory-plan's peak is the larger of the
-  // backward's (two copies of the state, the saved activations) and the
-  // update's (three copies, the gradients).
+  // swaps, docs/Architecture.md). On the CPU the update also returns fresh
+  // buffers while both sets are alive (par-memory-plan's at_peak counts the
+  // state three times there); a cuda program writes its results into the
+  // other set (out-parameters). The peak is the larger of the backward's
+  // (two copies of the state, the saved activations) and the update's.
   double state = e.weights + e.optimizerState;
   double backwardPeak = 2 * state + e.activations;
-  double updatePeak = 3 * state + e.grads;
+  double updatePeak =
+      (machine.target == "cpu" ? 3 : 2) * state + e.grads;
   e.peakAtUpdate = updatePeak > backwardPeak;
   e.memory = std::max(backwardPeak, updatePeak);
-  e.stateCopies = (e.peakAtUpdate ? 2 : 1) * state;
+  e.stateCopies =
+      ((e.peakAtUpdate && machine.target == "cpu") ? 2 : 1) * state;
   e.memoryLimit = dev.memoryBytes * dev.usableFraction;
   e.fits = e.memory <= e.memoryLimit;
 

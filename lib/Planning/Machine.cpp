@@ -159,6 +159,12 @@ bool mlir::par::planning::parseMachine(const std::string &text,
   if (!r.number(*net, "network.", "bandwidth", m.network.bandwidth) ||
       !r.number(*net, "network.", "latency_s", m.network.latency))
     return fail();
+  if (auto target = root->getString("target"))
+    m.target = target->str();
+  if (m.target != "cpu" && m.target != "cuda") {
+    error = origin + ": target \"" + m.target + "\" is not cpu or cuda";
+    return false;
+  }
   if (auto alg = net->getString("collective"))
     m.collectiveAlgorithm = alg->str();
   if (m.collectiveAlgorithm != "ring") {

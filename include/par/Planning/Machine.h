@@ -52,6 +52,9 @@ struct Machine {
   LinkSpec node;    // inside a node
   LinkSpec network; // between nodes
   std::string collectiveAlgorithm = "ring";
+  /// par's target for this machine: "cpu" or "cuda". It decides how many
+  /// copies of the state par holds at the update (CostModel.cpp).
+  std::string target = "cuda";
 };
 
 /// Reads a machine from `nameOrPath`: a name ("h100") looked up as
