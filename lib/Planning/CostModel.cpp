@@ -135,7 +135,8 @@ std::vector<KernelTime> mlir::par::planning::kernelTimes(
   double b = static_cast<double>(globalBatch / (c.dp * c.m));
   double scale = (c.precision != "f32" ? 2.0 : 4.0) /
                  static_cast<double>(model.dtypeBytes);
-  for (const KernelCost &k : model.kernels)
+  for (const KernelCost &k :
+       model.fusedKernels.empty() ? model.kernels : model.fusedKernels)
     out.push_back(priceKernel(k, machine.device, c, b, scale, peak));
   for (const KernelCost &k : model.gradKernels) {
     out.push_back(priceKernel(k, machine.device, c, b, scale, peak));
@@ -181,7 +182,8 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   double fwd = 0, core = 0, act = 0, coreAct = 0;
   for (const KernelCost &k : model.kernels) {
     double time = kernelSeconds(k);
-    fwd += time;
+    if (model.fusedKernels.empty())
+      fwd += time;
     if (k.perSample) {
       double n = b;
       double split = (k.tpSplit || c.sequenceParallel) ? t : 1;
@@ -193,6 +195,8 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
     if (k.attentionCore)
       core += time;
   }
+  for (const KernelCost &k : model.fusedKernels)
+    fwd += kernelSeconds(k);
   // The backward: what par-autodiff's gradient function adds to the
   // forward, or twice the forward without one.
   double back = 2 * fwd;

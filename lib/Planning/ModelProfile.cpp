@@ -7,6 +7,7 @@
 #include "par/Dialect/Par/Transforms/ShardingPropagation.h"
 #include "par/Pipelines/Pipelines.h"
 #include "par/Training/Passes.h"
+#include "par/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -383,6 +384,24 @@ bool mlir::par::planning::profileModel(ModuleOp module,
     error = "@" + p.function + " has tensors of dynamic shape";
     return false;
   }
+  // The kernels par runs: elementwise chains fused (par-fuse-elementwise,
+  // as both lowerings do), then propagated.
+  {
+    OwningOpRef<ModuleOp> fused(cast<ModuleOp>(module->clone()));
+    std::string fuseError;
+    int64_t ignoredDivisor = 0;
+    std::map<int64_t, int64_t> ignoredSizes;
+    if (runPasses(
+            *fused,
+            [](PassManager &pm) { pm.addPass(createFuseElementwise()); },
+            fuseError)) {
+      propagateShardings(*fused);
+      auto fusedFn = fused->lookupSymbol<func::FuncOp>(p.function);
+      if (!fusedFn || !collectKernels(fusedFn, p, ignoredDivisor,
+                                      ignoredSizes, p.fusedKernels))
+        p.fusedKernels.clear();
+    }
+  }
   int64_t softmaxes = 0;
   for (const KernelCost &k : p.kernels)
     softmaxes += k.attentionCore && k.name == "linalg.softmax";
@@ -414,7 +433,11 @@ bool mlir::par::planning::profileModel(ModuleOp module,
   }
   if (!gradName.empty()) {
     OwningOpRef<ModuleOp> prop(cast<ModuleOp>(differentiated->clone()));
-    std::string diag;
+    std::string diag, fuseError;
+    // Fused as par fuses the gradient function (after autodiff).
+    (void)runPasses(
+        *prop, [](PassManager &pm) { pm.addPass(createFuseElementwise()); },
+        fuseError);
     {
       ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
         if (d.getSeverity() == DiagnosticSeverity::Error && diag.empty())

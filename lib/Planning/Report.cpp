@@ -18,7 +18,8 @@ void mlir::par::planning::printProfile(llvm::raw_ostream &os,
      << llvm::format("%.6g", m.params) << " parameters ("
      << llvm::format("%.6g", m.tpSplitParams) << " split over tensor "
      << "parallelism), batch " << m.batch << ", sequence " << m.seq << ", "
-     << m.dtype << "; " << m.kernels.size() << " forward kernels, "
+     << m.dtype << "; " << m.kernels.size() << " forward kernels ("
+     << m.fusedKernels.size() << " fused), "
      << llvm::format("%.4g", m.gemmFlopsPerSample())
      << " GEMM FLOPs per sample; " << m.tpCollectives.size()
      << " tensor-parallel collectives in the forward ("

@@ -56,11 +56,14 @@ struct ModelProfile {
   double tpSplitParams = 0; // of which split over tp
   /// The largest t every tp-split dimension divides (0: no tp split).
   int64_t tpDivisor = 0;
+  /// The forward's kernels as written (memory, layers, FLOPs) and as par
+  /// runs them, elementwise chains fused (time; empty if fusion failed).
   std::vector<KernelCost> kernels;
+  std::vector<KernelCost> fusedKernels;
   std::vector<TPCollective> tpCollectives;   // without sequence parallelism
   std::vector<TPCollective> spCollectives;   // with it
   /// par-autodiff's gradient function (forward and backward in one), its
-  /// kernels and tp collectives; empty when autodiff did not take the model
+  /// kernels (elementwise chains fused) and tp collectives; empty when autodiff did not take the model
   /// (`backwardNote` says why: the backward is then 2 x the forward).
   std::string gradFunction;
   std::vector<KernelCost> gradKernels;
