@@ -23,7 +23,7 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.par_tools_dir, config.llvm_tools_dir]
-tools = ["par-opt", "par-pipeline-sim", "par-compile", "par-run", "not", "count", "FileCheck", "mlir-translate", "mlir-runner", "llc", "opt"]
+tools = ["par-opt", "par-pipeline-sim", "par-plan", "par-compile", "par-run", "not", "count", "FileCheck", "mlir-translate", "mlir-runner", "llc", "opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 # MLIR's JIT runner libraries (mlir-22-tools), for tests that run lowered
 # code in process (mlir-runner -shared-libs=...).

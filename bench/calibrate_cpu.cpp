@@ -1,0 +1,189 @@
+//===- calibrate_cpu.cpp - The cpu-local machine file, measured -----------===//
+//
+// Writes par-plan's machine description of this machine (docs/Planning.md's
+// schema) from micro-benchmarks run on every rank at once, as a training
+// run's ranks share the cores:
+//
+//   GEMM        cblas_sgemm, square n = 32 .. 1024: the peak (the best rate)
+//               and the efficiency curve (each size's rate over the peak,
+//               keyed by its FLOPs); the smallest's time is the kernel floor
+//               (kernel_launch_s);
+//   vector      y = y * a + b over an L1-resident array: vector_flops;
+//   copy        memcpy of 64 MiB: memory_bandwidth (bytes read + written);
+//   collectives MPI_Allreduce over all ranks, 4 KiB .. 16 MiB: a least-squares
+//               fit of t = 2(P-1) alpha + 2(P-1)/P S / beta gives the link's
+//               latency per step and bandwidth (one node: node and network
+//               alike);
+//
+// each timed by the slowest rank, best of --reps. It is never fitted to the
+// runs par-plan is validated against.
+//
+//   mpirun -n 8 build/bin/par-calibrate-cpu [--reps 3] [--threads 1] \
+//       > share/par/machines/cpu-local.json
+//
+//===----------------------------------------------------------------------===//
+
+#include <cblas.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Seconds per call of `fn` on every rank at once: `iters` calls between
+/// two barriers (so ranks that share a core are timed until the last one
+/// is done, as a training step is), the slowest rank, the best of `reps`.
+template <typename Fn> double timeAll(int reps, int iters, Fn fn) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    for (int i = 0; i < iters; ++i)
+      fn();
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t = (now() - t0) / iters, slowest = 0;
+    MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    best = std::min(best, slowest);
+  }
+  return best;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int reps = 3, threads = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--reps"))
+      reps = std::max(1, std::atoi(argv[i + 1]));
+    else if (!std::strcmp(argv[i], "--threads"))
+      threads = std::max(1, std::atoi(argv[i + 1]));
+  }
+  openblas_set_num_threads(threads);
+
+  // GEMM.
+  std::vector<std::pair<double, double>> gemm; // (flops, flop/s)
+  double floorSeconds = 0;
+  for (int n : {32, 64, 128, 256, 512, 1024}) {
+    std::vector<float> a(size_t(n) * n, 1.0f), b(a), c(a);
+    double flops = 2.0 * n * n * n;
+    int iters = std::max(2, int(1e9 / flops));
+    double t = timeAll(reps, iters, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                  a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    });
+    if (n == 32)
+      floorSeconds = t;
+    gemm.push_back({flops, flops / t});
+  }
+  double peak = 0;
+  for (auto [f, rate] : gemm)
+    peak = std::max(peak, rate);
+
+  // Vector FLOP/s.
+  std::vector<float> y(4096, 1.0f);
+  volatile float sink = 0;
+  double vt = timeAll(reps, 20000, [&] {
+    float a = 0.999f, b = 1e-3f;
+    for (float &v : y)
+      v = v * a + b;
+    sink = sink + y[7];
+  });
+  double vectorFlops = 2.0 * y.size() / vt;
+
+  // Memory copy.
+  size_t bytes = size_t(64) << 20;
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  double ct = timeAll(reps, 8, [&] {
+    std::memcpy(dst.data(), src.data(), bytes);
+    sink = sink + dst[bytes / 2];
+  });
+  double bandwidth = 2.0 * bytes / ct;
+
+  // All-reduce: fit t = x0 + x1 * S.
+  std::vector<std::pair<double, double>> ar; // (bytes, seconds)
+  for (size_t s = 4096; s <= (size_t(16) << 20); s *= 4) {
+    std::vector<float> in(s / 4, 1.0f), out(s / 4);
+    int iters = std::max(2, int((size_t(64) << 20) / s));
+    double t = timeAll(reps, std::min(iters, 200), [&] {
+      MPI_Allreduce(in.data(), out.data(), int(s / 4), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+    });
+    ar.push_back({double(s), t});
+  }
+  double mx = 0, my = 0;
+  for (auto [s, t] : ar)
+    mx += s, my += t;
+  mx /= ar.size(), my /= ar.size();
+  double sxx = 0, sxy = 0;
+  for (auto [s, t] : ar)
+    sxx += (s - mx) * (s - mx), sxy += (s - mx) * (t - my);
+  double slope = sxx > 0 ? sxy / sxx : 1e-9;
+  double intercept = std::max(0.0, my - slope * mx);
+  double p = size;
+  double latency = size > 1 ? intercept / (2 * (p - 1)) : 1e-6;
+  double link = size > 1 ? 2 * (p - 1) / p / std::max(slope, 1e-15) : 1e12;
+
+  double memory = double(sysconf(_SC_PHYS_PAGES)) *
+                  double(sysconf(_SC_PAGE_SIZE)) / size;
+
+  if (rank == 0) {
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    printf("{\n");
+    printf("  \"name\": \"cpu-local\",\n");
+    printf("  \"target\": \"cpu\",\n");
+    printf("  \"description\": \"this machine (%s) as %d ranks of %d "
+           "thread(s), %ld cores: measured by par-calibrate-cpu\",\n",
+           host, size, threads, sysconf(_SC_NPROCESSORS_ONLN));
+    printf("  \"sources\": [\"mpirun -n %d build/bin/par-calibrate-cpu "
+           "--threads %d (bench/calibrate_cpu.cpp): sgemm 32..1024, a "
+           "vector loop, 64 MiB memcpy, MPI_Allreduce 4 KiB..16 MiB fitted "
+           "by least squares; every rank at once\"],\n",
+           size, threads);
+    printf("  \"device\": {\n");
+    printf("    \"peak_flops\": {\"f32\": %.4g},\n", peak);
+    printf("    \"vector_flops\": %.4g,\n", vectorFlops);
+    printf("    \"memory_bytes\": %.4g,\n", memory);
+    printf("    \"usable_memory_fraction\": 0.8,\n");
+    printf("    \"memory_bandwidth\": %.4g,\n", bandwidth);
+    printf("    \"kernel_launch_s\": %.4g,\n", floorSeconds);
+    printf("    \"gemm_efficiency\": [");
+    for (size_t i = 0; i < gemm.size(); ++i)
+      printf("%s[%.4g, %.4g]", i ? ", " : "", gemm[i].first,
+             std::min(1.0, gemm[i].second / peak));
+    printf("]\n  },\n");
+    printf("  \"node\": {\"devices\": %d, \"link_bandwidth\": %.4g, "
+           "\"link_latency_s\": %.4g},\n",
+           size, link, latency);
+    printf("  \"network\": {\"bandwidth\": %.4g, \"latency_s\": %.4g, "
+           "\"collective\": \"ring\"},\n",
+           link, latency);
+    printf("  \"measurements\": {\"allreduce_bytes_seconds\": [");
+    for (size_t i = 0; i < ar.size(); ++i)
+      printf("%s[%.0f, %.4g]", i ? ", " : "", ar[i].first, ar[i].second);
+    printf("]}\n}\n");
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,342 @@
+//===- CostModel.cpp - Price a configuration -------------------------------===//
+//
+// docs/Planning.md states the model and what it ignores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Planning/CostModel.h"
+#include "par/Planning/Machine.h"
+#include "par/Planning/ModelProfile.h"
+#include "par/Schedule/Schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir::par::planning;
+namespace pl = ::par::pipeline;
+
+double mlir::par::planning::collectiveSeconds(const std::string &kind,
+                                              double fullBytes, int64_t n,
+                                              double bandwidth,
+                                              double latency) {
+  if (n <= 1 || fullBytes <= 0)
+    return 0;
+  double share = static_cast<double>(n - 1) / static_cast<double>(n);
+  if (kind == "all_reduce")
+    return 2 * share * fullBytes / bandwidth + 2 * (n - 1) * latency;
+  return share * fullBytes / bandwidth + (n - 1) * latency;
+}
+
+namespace {
+/// Timetables with more actions than this are priced by the closed forms
+/// of docs/RationalePipeline.md instead (the search stays fast).
+constexpr double kMaxSimulatedActions = 40000;
+
+/// Bytes each gradient bucket holds (par-bucket-reductions' default, DDP's).
+constexpr double kBucketBytes = 25.0 * 1024 * 1024;
+
+struct Link {
+  double bandwidth, latency;
+};
+
+/// Ranks are laid out tp innermost, then dp, then pp (Megatron's order): a
+/// group of `size` ranks `stride` apart stays in a node when it spans no
+/// more than a node's devices.
+Link linkFor(const Machine &machine, int64_t stride, int64_t size) {
+  if (stride * size <= machine.devicesPerNode)
+    return {machine.node.bandwidth, machine.node.latency};
+  return {machine.network.bandwidth, machine.network.latency};
+}
+
+struct Pipeline {
+  double makespan = 0;
+  int inFlight = 1;
+};
+
+/// The pipeline's makespan for chunk costs f, b and transfer `comm`, from
+/// par's timetable (or, beyond kMaxSimulatedActions, the closed forms).
+Pipeline pipelineTime(const Configuration &c, double f, double b,
+                      double comm) {
+  Pipeline out;
+  if (c.pp == 1) {
+    out.makespan = static_cast<double>(c.m) * (f + b);
+    return out;
+  }
+  pl::ScheduleConfig sc;
+  pl::parseScheduleKind(c.schedule, sc.kind);
+  sc.shape.p = static_cast<int>(c.pp);
+  sc.shape.m = static_cast<int>(c.m);
+  sc.shape.v = static_cast<int>(c.v);
+  sc.costs.f = f;
+  sc.costs.b = b;
+  sc.costs.bi = b / 2;
+  sc.costs.bw = b / 2;
+  sc.costs.comm = comm;
+  double actions = 2.0 * c.m * c.pp * c.v;
+  std::string error;
+  pl::Timetable table;
+  if (actions <= kMaxSimulatedActions && pl::validateConfig(sc).empty() &&
+      pl::buildTimetable(sc, table, error)) {
+    pl::Metrics metrics = pl::computeMetrics(table);
+    out.makespan = metrics.makespan;
+    out.inFlight = metrics.peakActivations.empty()
+                       ? 1
+                       : *std::max_element(metrics.peakActivations.begin(),
+                                           metrics.peakActivations.end());
+    return out;
+  }
+  // Closed forms (ANCHORS.md's table): ideal m*v*(f+b) per rank plus the
+  // bubble, transfers on the fill and drain.
+  double p = static_cast<double>(c.pp), m = static_cast<double>(c.m),
+         v = static_cast<double>(c.v);
+  double ideal = m * v * (f + b);
+  double bubble = (p - 1) * (f + b);
+  int inFlight = static_cast<int>(c.pp);
+  if (c.schedule == "gpipe")
+    inFlight = static_cast<int>(c.m);
+  else if (c.schedule == "zbh1")
+    bubble = (p - 1) * (f + b) / 3;
+  else if (c.schedule == "interleaved")
+    inFlight = static_cast<int>(c.pp * c.v + c.pp - 1);
+  out.makespan = ideal + bubble + 2 * (p - 1) * comm;
+  out.inFlight = inFlight;
+  return out;
+}
+} // namespace
+
+namespace {
+/// One kernel for one micro-batch of `b` samples on one device.
+KernelTime priceKernel(const KernelCost &k, const DeviceSpec &dev,
+                       const Configuration &c, double b, double scale,
+                       double peak) {
+  double t = static_cast<double>(c.tp);
+  double n = k.perSample ? b : 1;
+  double split = (k.tpSplit || (c.sequenceParallel && k.perSample)) ? t : 1;
+  KernelTime r;
+  r.name = k.name;
+  r.gemm = k.gemm;
+  r.flops = k.flops * n / split;
+  r.bytes = k.bytes * n * scale / split;
+  double compute = k.gemm ? r.flops / (peak * dev.gemmEfficiencyAt(r.flops))
+                          : r.flops / dev.vectorFlops;
+  r.seconds = std::max(compute, r.bytes / dev.memoryBandwidth) +
+              dev.launchSeconds;
+  return r;
+}
+} // namespace
+
+std::vector<KernelTime> mlir::par::planning::kernelTimes(
+    const ModelProfile &model, const Machine &machine, const Configuration &c,
+    int64_t globalBatch) {
+  std::vector<KernelTime> out;
+  double peak = machine.device.peakFor(c.precision);
+  if (peak <= 0 || c.dp * c.m <= 0)
+    return out;
+  double b = static_cast<double>(globalBatch / (c.dp * c.m));
+  double scale = (c.precision != "f32" ? 2.0 : 4.0) /
+                 static_cast<double>(model.dtypeBytes);
+  for (const KernelCost &k :
+       model.fusedKernels.empty() ? model.kernels : model.fusedKernels)
+    out.push_back(priceKernel(k, machine.device, c, b, scale, peak));
+  for (const KernelCost &k : model.gradKernels) {
+    out.push_back(priceKernel(k, machine.device, c, b, scale, peak));
+    out.back().backward = true;
+  }
+  return out;
+}
+
+bool mlir::par::planning::estimate(const ModelProfile &model,
+                                   const Machine &machine,
+                                   const Configuration &c,
+                                   int64_t globalBatch, Estimate &out,
+                                   std::string &error) {
+  const DeviceSpec &dev = machine.device;
+  double peak = dev.peakFor(c.precision);
+  if (peak <= 0) {
+    error = "machine '" + machine.name + "' has no peak for precision=" +
+            c.precision;
+    return false;
+  }
+  Estimate e;
+  e.config = c;
+  const double t = static_cast<double>(c.tp);
+  // The busiest stage holds ceil(layers / stages) layers; its share of the
+  // model sets the chunk costs (par's split balances by cost, so stages
+  // differ by at most a layer).
+  const int64_t stages = c.pp * c.v;
+  const double chunks =
+      static_cast<double>(model.layers) /
+      static_cast<double>((model.layers + stages - 1) / stages);
+  const int64_t bInt = globalBatch / (c.dp * c.m);
+  const double b = static_cast<double>(bInt);
+  e.microBatchSize = bInt;
+  const bool mixed = c.precision != "f32";
+  const double computeBytes = mixed ? 2 : 4;
+  const double scale = computeBytes / static_cast<double>(model.dtypeBytes);
+
+  // The forward of one micro-batch through the whole model, on one device
+  // of its tp group, kernel by kernel; the same for the gradient function.
+  auto kernelSeconds = [&](const KernelCost &k) {
+    return priceKernel(k, dev, c, b, scale, peak).seconds;
+  };
+  double fwd = 0, core = 0, act = 0, coreAct = 0;
+  for (const KernelCost &k : model.kernels) {
+    double time = kernelSeconds(k);
+    if (model.fusedKernels.empty())
+      fwd += time;
+    if (k.perSample) {
+      double n = b;
+      double split = (k.tpSplit || c.sequenceParallel) ? t : 1;
+      double saved = k.resultBytes * n * scale / split;
+      act += saved;
+      if (k.attentionCore)
+        coreAct += saved;
+    }
+    if (k.attentionCore)
+      core += time;
+  }
+  for (const KernelCost &k : model.fusedKernels)
+    fwd += kernelSeconds(k);
+  // The backward: what par-autodiff's gradient function adds to the
+  // forward, or twice the forward without one.
+  double back = 2 * fwd;
+  if (!model.gradFunction.empty()) {
+    double grad = 0;
+    for (const KernelCost &k : model.gradKernels)
+      grad += kernelSeconds(k);
+    back = std::max(grad - fwd, 0.0);
+  }
+  // Tensor-parallel collectives of the forward; the backward's are what the
+  // gradient function adds (without one, the forward's again: Megatron's
+  // f/g pairs); a fully recomputed forward repeats the forward's.
+  Link tpLink = linkFor(machine, 1, c.tp);
+  double tpF = 0;
+  auto commSeconds = [&](const std::vector<TPCollective> &colls) {
+    double sum = 0;
+    for (const TPCollective &coll : colls)
+      sum += collectiveSeconds(coll.kind, coll.fullBytes * b * scale, c.tp,
+                               tpLink.bandwidth, tpLink.latency);
+    return sum;
+  };
+  tpF = commSeconds(c.sequenceParallel ? model.spCollectives
+                                       : model.tpCollectives);
+  double tpB = tpF;
+  if (!model.gradFunction.empty())
+    tpB = std::max(0.0, commSeconds(c.sequenceParallel
+                                        ? model.gradSPCollectives
+                                        : model.gradTPCollectives) -
+                            tpF);
+  double recomputeFwd = c.recompute == "full"        ? fwd
+                        : c.recompute == "selective" ? core
+                                                     : 0;
+  double tpR = c.recompute == "full" ? tpF : 0;
+
+  // Per chunk (stage) and micro-batch.
+  double f = (fwd + tpF) / chunks;
+  double bwd = (back + tpB + recomputeFwd + tpR) / chunks;
+  Link ppLink = linkFor(machine, c.tp * c.dp, 2);
+  double p2pBytes = model.hiddenBytes * b * scale;
+  e.p2p = c.pp > 1 ? ppLink.latency + p2pBytes / ppLink.bandwidth : 0;
+  Pipeline pipe = pipelineTime(c, f, bwd, e.p2p);
+  double mv = static_cast<double>(c.m * c.v);
+  e.forward = mv * fwd / chunks;
+  e.backward = mv * back / chunks;
+  e.recompute = mv * recomputeFwd / chunks;
+  e.tpComm = mv * (tpF + tpB + tpR) / chunks;
+  double busy = e.forward + e.backward + e.recompute + e.tpComm;
+  e.bubble = std::max(0.0, pipe.makespan - busy);
+  e.inFlight = pipe.inFlight;
+
+  // Parameters on this device, their gradient reduction and update.
+  double deviceParams =
+      (model.params - model.tpSplitParams + model.tpSplitParams / t) /
+      static_cast<double>(c.pp);
+  const double dp = static_cast<double>(c.dp);
+  Link dpLink = linkFor(machine, c.tp, c.dp);
+  double gradBytes = deviceParams * 4; // grad-reduce=f32 (par's default)
+  e.dpTotal = collectiveSeconds("all_reduce", gradBytes, c.dp,
+                                dpLink.bandwidth, dpLink.latency);
+  double window = bwd * static_cast<double>(c.v); // the last micro-batch
+  double lastBucket = collectiveSeconds(
+      "all_reduce", std::min(gradBytes, kBucketBytes), c.dp, dpLink.bandwidth,
+      dpLink.latency);
+  e.dpExposed = e.dpTotal > 0
+                    ? std::max(0.0, e.dpTotal - window) +
+                          std::min(e.dpTotal, lastBucket)
+                    : 0;
+  if (c.zero == 3 && c.dp > 1) {
+    double gather = collectiveSeconds("all_gather", deviceParams * computeBytes,
+                                      c.dp, dpLink.bandwidth, dpLink.latency);
+    double all = 2 * static_cast<double>(c.m) * gather;
+    e.zeroGather = std::max(0.0, all - busy) + gather;
+  }
+  double updated = c.zero >= 1 ? deviceParams / dp : deviceParams;
+  double updateBytes = mixed ? 30 : 28; // AdamW: w,g,m,v in; w,m,v (+copy) out
+  e.optimizer = updated * updateBytes / dev.memoryBandwidth +
+                4 * dev.launchSeconds;
+  e.step = busy + e.bubble + e.dpExposed + e.zeroGather + e.optimizer;
+
+  // Memory (ZeRO paper's accounting with K = 12 under mixed precision).
+  e.weights = deviceParams * computeBytes;
+  e.grads = deviceParams * 4;
+  e.optimizerState = deviceParams * (mixed ? 12 : 8);
+  // par's zero=1 is ZeRO-2's program (Communication/ZeRO.h): each gradient
+  // is reduce-scattered straight into its shard.
+  if (c.zero >= 1) {
+    e.optimizerState /= dp;
+    e.grads /= dp;
+  }
+  if (c.zero >= 3)
+    e.weights /= dp;
+  double actChunk = act / chunks;
+  if (c.recompute == "selective")
+    actChunk = (act - coreAct) / chunks;
+  double working = 0;
+  if (c.recompute == "full") {
+    double layersPerChunk = static_cast<double>(model.layers) / chunks;
+    double hidden = model.hiddenBytes * b * scale /
+                    (c.sequenceParallel ? t : 1.0);
+    actChunk = layersPerChunk * hidden;
+    working = act / static_cast<double>(model.layers);
+  }
+  e.activations = actChunk * e.inFlight + working;
+  // par keeps the state (weights and optimizer state) out of place: the
+  // runner holds a step's arguments and its results (two buffer sets it
+  // swaps, docs/Architecture.md). On the CPU the update also returns fresh
+  // buffers while both sets are alive (par-memory-plan's at_peak counts the
+  // state three times there); a cuda program writes its results into the
+  // other set (out-parameters). The peak is the larger of the backward's
+  // (two copies of the state, the saved activations) and the update's.
+  double state = e.weights + e.optimizerState;
+  double backwardPeak = 2 * state + e.activations;
+  double updatePeak =
+      (machine.target == "cpu" ? 3 : 2) * state + e.grads;
+  e.peakAtUpdate = updatePeak > backwardPeak;
+  e.memory = std::max(backwardPeak, updatePeak);
+  e.stateCopies =
+      ((e.peakAtUpdate && machine.target == "cpu") ? 2 : 1) * state;
+  e.memoryLimit = dev.memoryBytes * dev.usableFraction;
+  e.fits = e.memory <= e.memoryLimit;
+
+  // Throughput (Megatron's convention: hardware FLOPs count recomputation;
+  // MFU counts the model's 3 x forward GEMMs only).
+  double gemm = model.gemmFlopsPerSample();
+  double coreGemm = 0;
+  for (const KernelCost &k : model.kernels)
+    if (k.gemm && k.perSample && k.attentionCore)
+      coreGemm += k.flops;
+  double batch = static_cast<double>(globalBatch);
+  e.modelFlops = 3 * gemm * batch;
+  e.hardwareFlops = e.modelFlops + (c.recompute == "full" ? gemm * batch
+                                    : c.recompute == "selective"
+                                        ? coreGemm * batch
+                                        : 0);
+  double devices = static_cast<double>(c.devices());
+  e.tflopsPerDevice = e.hardwareFlops / (e.step * devices) / 1e12;
+  e.mfu = e.modelFlops / (e.step * devices * peak);
+  e.tokensPerSecond = batch * static_cast<double>(model.seq) / e.step;
+  e.bubbleShare = e.bubble / e.step;
+  e.commShare = (e.tpComm + e.dpExposed + e.zeroGather) / e.step;
+  out = e;
+  return true;
+}
