@@ -415,6 +415,10 @@ void mlir::par::buildBufferizePhase(OpPassManager &pm, bool outParams,
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
+  // The donated results back (returning their arguments).
+  ReturnDonatedOptions restore;
+  restore.restore = true;
+  pm.addPass(createReturnDonated(restore));
 }
 
 void mlir::par::buildLowerCPUPhase(OpPassManager &pm, bool outlineKernels,

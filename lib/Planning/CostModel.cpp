@@ -300,21 +300,19 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
     working = act / static_cast<double>(model.layers);
   }
   e.activations = actChunk * e.inFlight + working;
-  // par keeps the state (weights and optimizer state) out of place: the
-  // runner holds a step's arguments and its results (two buffer sets it
-  // swaps, docs/Architecture.md). On the CPU the update also returns fresh
-  // buffers while both sets are alive (par-memory-plan's at_peak counts the
-  // state three times there); a cuda program writes its results into the
-  // other set (out-parameters). The peak is the larger of the backward's
-  // (two copies of the state, the saved activations) and the update's.
+  // The state (weights and optimizer state): a CPU program updates it in
+  // place (par-donate-buffers: the runner holds one buffer set); a cuda
+  // program writes its results into a second set (out-parameters) that the
+  // runner swaps (docs/RationaleMemory.md, "Donated buffers"). The peak is
+  // the larger of the backward's (the state, the saved activations) and the
+  // update's (the state and the gradients).
   double state = e.weights + e.optimizerState;
-  double backwardPeak = 2 * state + e.activations;
-  double updatePeak =
-      (machine.target == "cpu" ? 3 : 2) * state + e.grads;
+  double copies = machine.target == "cpu" ? 1 : 2;
+  double backwardPeak = copies * state + e.activations;
+  double updatePeak = copies * state + e.grads;
   e.peakAtUpdate = updatePeak > backwardPeak;
   e.memory = std::max(backwardPeak, updatePeak);
-  e.stateCopies =
-      ((e.peakAtUpdate && machine.target == "cpu") ? 2 : 1) * state;
+  e.stateCopies = (copies - 1) * state;
   e.memoryLimit = dev.memoryBytes * dev.usableFraction;
   e.fits = e.memory <= e.memoryLimit;
 

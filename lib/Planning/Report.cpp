@@ -90,8 +90,8 @@ void mlir::par::planning::printBreakdown(llvm::raw_ostream &os,
                      "%s)\n",
                      "total", e.memory / kGiB, e.memoryLimit / kGiB,
                      e.fits ? "fits" : "does not fit", e.inFlight,
-                     e.peakAtUpdate ? "update: the state's copies + gradients"
-                                    : "backward: state x2 + activations");
+                     e.peakAtUpdate ? "update: the state + gradients"
+                                    : "backward: the state + activations");
   os << llvm::format("throughput: %.6g tokens/s, %.1f TFLOP/s per device, "
                      "MFU %.1f%%, bubble %.1f%%, communication %.1f%%\n",
                      e.tokensPerSecond, e.tflopsPerDevice, e.mfu * 100,

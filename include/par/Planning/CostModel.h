@@ -45,10 +45,10 @@ struct Estimate {
   double p2p = 0;      // one stage transfer
   // Memory per device.
   double weights = 0, grads = 0, optimizerState = 0, activations = 0;
-  /// The extra copies of weights and optimizer state at the peak (par's
-  /// update is out of place); the peak holds the weights, the optimizer
-  /// state and these, plus the gradients at the update or the activations
-  /// in the backward.
+  /// The extra copy of weights and optimizer state (a cuda program's
+  /// update writes a second buffer set; a CPU program's is in place: 0);
+  /// the peak holds the weights, the optimizer state and this, plus the
+  /// gradients at the update or the activations in the backward.
   double stateCopies = 0;
   bool peakAtUpdate = false;
   double memory = 0;

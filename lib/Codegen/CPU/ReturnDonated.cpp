@@ -10,6 +10,9 @@
 #include "par/Codegen/CPU/Passes.h"
 
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/BitVector.h"
+
+#include <map>
 
 #define DEBUG_TYPE "par-return-donated"
 
@@ -30,9 +33,17 @@ Value rootOf(Value v) {
   return v;
 }
 
+/// The attribute holding the donated results a function no longer returns
+/// (original result index, argument), between the two runs.
+constexpr StringLiteral kDropped = ParDialect::kDonatedDroppedAttrName;
+
 struct ReturnDonatedPass
     : public mlir::par::impl::ReturnDonatedBase<ReturnDonatedPass> {
+  using ReturnDonatedBase::ReturnDonatedBase;
+
   void runOnOperation() override {
+    if (restore)
+      return restoreResults();
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       auto pairs =
           fn->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kDonatedAttrName);
@@ -80,6 +91,60 @@ struct ReturnDonatedPass
       }
       for (auto [v, arg] : writes)
         memref::CopyOp::create(b, loc, v, arg);
+      // The donated results leave the body until the deallocation passes
+      // are done: returned arguments would be retained by every
+      // deallocation, whose simplification compares each pair (quadratic
+      // in the parameters). A function something calls keeps them.
+      if (!SymbolTable::symbolKnownUseEmpty(fn, getOperation()))
+        continue;
+      llvm::BitVector drop(fn.getNumResults());
+      SmallVector<int64_t> dropped;
+      for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+        drop.set(pairs[i]);
+        dropped.push_back(pairs[i]);
+        dropped.push_back(pairs[i + 1]);
+      }
+      SmallVector<Value> kept;
+      for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+        if (!drop.test(k))
+          kept.push_back(v);
+      ret->setOperands(kept);
+      if (failed(fn.eraseResults(drop))) {
+        fn.emitError("par-return-donated: cannot drop the donated results");
+        return signalPassFailure();
+      }
+      fn->setAttr(kDropped, DenseI64ArrayAttr::get(fn.getContext(), dropped));
+    }
+  }
+
+  /// The donated results back at their positions, returning their
+  /// arguments.
+  void restoreResults() {
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      auto dropped = fn->getAttrOfType<DenseI64ArrayAttr>(kDropped);
+      if (!dropped)
+        continue;
+      fn->removeAttr(kDropped);
+      std::map<int64_t, int64_t> argOf; // original result -> argument
+      for (size_t i = 0; i + 1 < dropped.size(); i += 2)
+        argOf[dropped[i]] = dropped[i + 1];
+      auto ret = cast<func::ReturnOp>(fn.getBody().back().getTerminator());
+      SmallVector<Value> operands;
+      auto old = ret.getOperands();
+      size_t next = 0;
+      size_t total = old.size() + argOf.size();
+      for (size_t k = 0; k < total; ++k)
+        operands.push_back(argOf.count(k) ? Value(fn.getArgument(argOf[k]))
+                                          : old[next++]);
+      // In increasing order: each index is final when inserted.
+      for (auto [k, a] : argOf)
+        if (failed(fn.insertResult(k, fn.getArgument(a).getType(),
+                                   DictionaryAttr()))) {
+          fn.emitError("par-return-donated: cannot restore result #")
+              << k;
+          return signalPassFailure();
+        }
+      ret->setOperands(operands);
     }
   }
 };

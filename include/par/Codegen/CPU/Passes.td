@@ -190,8 +190,17 @@ def ReturnDonated : Pass<"par-return-donated", "ModuleOp"> {
     the argument is copied into it before the return, which then returns
     the argument. Sources that are themselves donated arguments (or views
     of one) are copied aside first, so no pair reads a buffer another pair
-    has written. Removes the attribute.
+    has written. Removes the attribute. Then (for a function nothing in the
+    module calls) the donated results leave the function until the run
+    with `restore`, after the deallocation passes, puts them back returning
+    their arguments: returned arguments would be retained by every
+    `bufferization.dealloc`, whose simplification compares each pair
+    (quadratic in the parameter count: minutes on GPT-2's 196 parameters).
   }];
+  let options = [
+    Option<"restore", "restore", "bool", /*default=*/"false",
+           "Put back the donated results the first run took out">,
+  ];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 

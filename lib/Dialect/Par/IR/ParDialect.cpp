@@ -439,6 +439,13 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
   // On ops, `par.sharding` holds one entry per result: a #par.sharding for a
   // tensor result, a unit attribute for any other result. Propagation writes
   // it; partitioning reads it.
+  if (attr.getName() == kDonatedDroppedAttrName) {
+    auto pairs = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!pairs || !isa<FunctionOpInterface>(op) || pairs.size() % 2 != 0)
+      return op->emitError("'par.donated_dropped' must be an array of "
+                           "(result, argument) index pairs on a function");
+    return success();
+  }
   if (attr.getName() == kFeedbackAttrName ||
       attr.getName() == kDonatedAttrName) {
     // Pairs (result, argument): after a step, the result feeds the

@@ -56,6 +56,10 @@ def Par_Dialect : Dialect {
     /// index pairs whose result the program writes into the argument's
     /// buffer (par-donate-buffers; the runner passes that buffer for both).
     static constexpr ::llvm::StringLiteral kDonatedAttrName = "par.donated";
+    /// Between par-return-donated's two runs: the donated (result,
+    /// argument) pairs the function does not return for now.
+    static constexpr ::llvm::StringLiteral kDonatedDroppedAttrName =
+        "par.donated_dropped";
     /// On a train step that accumulates gradients: the number of
     /// micro-batches each data argument is split into (a positive i64).
     static constexpr ::llvm::StringLiteral kMicroBatchesAttrName =
