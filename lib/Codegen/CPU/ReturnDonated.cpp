@@ -9,6 +9,7 @@
 
 #include "par/Codegen/CPU/Passes.h"
 
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/BitVector.h"
 
@@ -36,6 +37,20 @@ Value rootOf(Value v) {
 /// The attribute holding the donated results a function no longer returns
 /// (original result index, argument), between the two runs.
 constexpr StringLiteral kDropped = ParDialect::kDonatedDroppedAttrName;
+
+/// Whether a call in the module calls `fn` (other references, such as the
+/// module's `par.pipeline` naming the stage updates, do not see results).
+bool isCalled(func::FuncOp fn) {
+  auto module = fn->getParentOfType<ModuleOp>();
+  std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(
+      fn, module);
+  if (!uses)
+    return true;
+  for (const SymbolTable::SymbolUse &use : *uses)
+    if (isa<CallOpInterface>(use.getUser()))
+      return true;
+  return false;
+}
 
 struct ReturnDonatedPass
     : public mlir::par::impl::ReturnDonatedBase<ReturnDonatedPass> {
@@ -95,7 +110,7 @@ struct ReturnDonatedPass
       // are done: returned arguments would be retained by every
       // deallocation, whose simplification compares each pair (quadratic
       // in the parameters). A function something calls keeps them.
-      if (!SymbolTable::symbolKnownUseEmpty(fn, getOperation()))
+      if (isCalled(fn))
         continue;
       llvm::BitVector drop(fn.getNumResults());
       SmallVector<int64_t> dropped;
