@@ -28,7 +28,8 @@ Usage (the frontend environment, with python/ on PYTHONPATH):
       [--build build] [--seq 128] [--micro-batch 4] [--micro-batches 4] \
       [--steps 3] [--attn default|eager|sdpa] [--layers 12]
 Prints the figures recorded in bench/README.md. Not part of the test suite
-(minutes of import and compile, about 8 GiB of memory on 8 ranks).
+(a minute of import and compile, minutes of training, about 8 GiB of
+memory on 8 ranks).
 """
 
 import argparse
@@ -161,12 +162,12 @@ def main():
                       "--input", "arg%d=%s" % (P + 1, os.path.join(work, "ids.npy"))])
     par_losses = [float(row["loss"]) for row in csv.DictReader(open(losses_csv))]
     times = [float(x) for x in re.findall(r"([0-9.]+) s/step", out)]
-    mem = re.search(r"par-run: memory .*", out)
+    mem = re.findall(r"par-run: memory .*", out)
     print("par-run -n 8 (dp2 x tp2 x pp2): %d steps in %.1f s (with start-up "
           "and weight loading); step times %s" %
           (args.steps, t_run, times or "(not printed)"))
-    if mem:
-        print("  " + mem.group(0))
+    for line in mem:
+        print("  " + line)
 
     # 4. torch
     ref = build(args)[0]
