@@ -240,7 +240,7 @@ void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
   // (result, argument) pairs: fed back after a step, or donated (the
   // result written into the argument's buffer; each side at most once and
   // the same bytes, or the runtime's in-place call would overrun).
-  auto pairs = [&](const char *k, const char *what,
+  auto pairs = [&](const char *k, const char *what, bool donated,
                    std::vector<int64_t> &out) {
     const std::vector<JsonValue> *list = fv.getArray(k);
     if (!list)
@@ -259,7 +259,7 @@ void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
         c.fail(std::string(what) + " pair out of range in '" + name + "'");
         return false;
       }
-      if (out.data() == spec.donated.data() &&
+      if (donated &&
           (!results.insert(r).second || !args.insert(a).second ||
            spec.outputs[r].localCount != spec.inputs[a].localCount ||
            spec.outputs[r].dtype != spec.inputs[a].dtype)) {
@@ -273,8 +273,8 @@ void parseTrainMetadata(const JsonValue &fv, FunctionSpec &spec, Checker &c) {
     }
     return true;
   };
-  if (!pairs(key::kFeedback, "feedback", spec.feedback) ||
-      !pairs(key::kDonated, "donated", spec.donated))
+  if (!pairs(key::kFeedback, "feedback", false, spec.feedback) ||
+      !pairs(key::kDonated, "donated", true, spec.donated))
     return;
   if (const JsonValue *m = fv.get(key::kMicroBatches)) {
     if (!m->integer() || *m->integer() < 1)

@@ -269,20 +269,16 @@ struct FunctionWriter {
 
   /// Train-step and pipeline-stage metadata.
   void addTrainMetadata(llvm::json::Object &entry) {
-    if (auto fb = fn->getAttrOfType<DenseI64ArrayAttr>(
-            ParDialect::kFeedbackAttrName)) {
-      llvm::json::Array pairs;
-      for (size_t i = 0; i + 1 < fb.size(); i += 2)
-        pairs.push_back(llvm::json::Array{fb[i], fb[i + 1]});
-      entry[key::kFeedback] = std::move(pairs);
-    }
-    if (auto d = fn->getAttrOfType<DenseI64ArrayAttr>(
-            ParDialect::kDonatedAttrName)) {
-      llvm::json::Array pairs;
-      for (size_t i = 0; i + 1 < d.size(); i += 2)
-        pairs.push_back(llvm::json::Array{d[i], d[i + 1]});
-      entry[key::kDonated] = std::move(pairs);
-    }
+    // (result, argument) pairs: fed back after a step, or donated.
+    for (auto [attr, k] :
+         {std::pair{ParDialect::kFeedbackAttrName, key::kFeedback},
+          std::pair{ParDialect::kDonatedAttrName, key::kDonated}})
+      if (auto flat = fn->getAttrOfType<DenseI64ArrayAttr>(attr)) {
+        llvm::json::Array pairs;
+        for (size_t i = 0; i + 1 < flat.size(); i += 2)
+          pairs.push_back(llvm::json::Array{flat[i], flat[i + 1]});
+        entry[k] = std::move(pairs);
+      }
     if (auto m =
             fn->getAttrOfType<IntegerAttr>(ParDialect::kMicroBatchesAttrName))
       entry[key::kMicroBatches] = m.getInt();
