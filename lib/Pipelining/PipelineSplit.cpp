@@ -17,6 +17,7 @@
 
 #include "par/Pipelining/Passes.h"
 #include "par/Dialect/Par/Analysis/OpCost.h"
+#include "par/Dialect/Par/Transforms/Passes.h"
 #include "par/Dialect/Par/Transforms/ShardingPropagation.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -72,7 +73,15 @@ struct PipelineSplitPass
     if (failed(findFunction()))
       return signalPassFailure();
     // The activations' shardings: what propagation gives them in the whole
-    // function (op results get `par.sharding`; removed again below).
+    // function (op results get `par.sharding`; removed again below). As
+    // par-spmd propagates: cheap shared inits first get one copy per use
+    // (par-split-constants), or one shared init carries a sharding between
+    // unrelated users (GPT-2's residual stream took the heads' split, and
+    // the stages all-gathered it around every projection).
+    OpPassManager prepare(ModuleOp::getOperationName());
+    prepare.addPass(createSplitConstants());
+    if (failed(runPipeline(prepare, module)))
+      return signalPassFailure();
     propagateShardings(module);
     if (failed(split()))
       return signalPassFailure();

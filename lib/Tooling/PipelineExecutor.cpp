@@ -345,6 +345,46 @@ void PipelineRun::checkStage(int64_t s) const {
   if (st.update.outputs.size() < st.update.inputs.size() - P)
     fatal("manifest: '" + st.update.name + "' has too few results for "
           "pipeline stage " + std::to_string(s));
+  // What the runner moves between functions by bytes must have one local
+  // layout on both sides: each gradient and its sum (the update's
+  // argument), the input's gradient and the previous stage's dy.
+  auto same = [&](const Function &a, size_t ai, const Function &b,
+                  size_t bi) {
+    const Tensor &x = a.outputs[ai], &y = b.inputs[bi];
+    if (x.sameLayout(y))
+      return;
+    // e.g. "f32 [48 over tp, 64]".
+    auto layout = [&](const Tensor &t) {
+      std::string out = t.dtypeName + " [";
+      for (size_t d = 0; d < t.local.size(); ++d) {
+        out += (d ? ", " : "") + std::to_string(t.local[d]);
+        for (size_t k = 0; k < t.dims[d].size(); ++k)
+          out += (k ? "," : " over ") + a.axisNames[t.dims[d][k]];
+      }
+      out += "]";
+      for (size_t k = 0; k < t.partial.size(); ++k)
+        out += (k ? "," : " partial over ") + a.axisNames[t.partial[k]];
+      return out;
+    };
+    fatal("manifest: result " + std::to_string(ai) + " of '" + a.name +
+          "' (local " + layout(x) + ") and argument " + std::to_string(bi) +
+          " of '" + b.name + "' (local " + layout(y) + ") differ in local "
+          "layout (element type, local shape, split or partial axes), but "
+          "the runner passes one to the other");
+  };
+  for (size_t j = 0; j < P; ++j) {
+    same(st.grad, 1 + j, st.update, P + j);
+    if (shape.splitBackward)
+      same(st.gradWeight, 1 + j, st.update, P + j);
+  }
+  if (s > 0) {
+    const Function &prev = stages[s - 1].grad;
+    size_t dy = stages[s - 1].fwd.stageArgs.size() + (s > 1 ? 1 : 0);
+    if (prev.inputs.size() > dy)
+      same(st.grad, 1 + P, prev, dy);
+    if (shape.splitBackward)
+      same(st.gradInput, 1, prev, dy);
+  }
 }
 
 /// Ranks run different stages from here on, but communicators are made

@@ -246,6 +246,31 @@ struct AutodiffPass : public mlir::par::impl::AutodiffBase<AutodiffPass> {
       grad.erase();
       return failure();
     }
+    // A pipeline stage's gradients leave the function: the runner sums them
+    // over the micro-batches into the update's gradient arguments and sends
+    // the input's gradient to the previous stage as its dy. Each must have
+    // its argument's layout there, so it is pinned to the argument's
+    // sharding; propagation would otherwise be free to return another one
+    // (GPT-2's tied table split on d rather than the vocabulary).
+    // An argument without a sharding is replicated on the stage's mesh.
+    if (fn->hasAttr(ParDialect::kStageAttrName)) {
+      FlatSymbolRefAttr mesh;
+      for (unsigned i = 0; i < fn.getNumArguments() && !mesh; ++i)
+        if (auto s = fn.getArgAttrOfType<ShardingAttr>(
+                i, ParDialect::kShardingAttrName))
+          mesh = s.getMesh();
+      for (auto [j, p] : llvm::enumerate(params)) {
+        auto s = fn.getArgAttrOfType<ShardingAttr>(
+            p, ParDialect::kShardingAttrName);
+        if (!s && mesh) {
+          SmallVector<SmallVector<StringRef>> dims(
+              cast<RankedTensorType>(fn.getArgumentTypes()[p]).getRank());
+          s = ShardingAttr::get(fn.getContext(), mesh, dims);
+        }
+        if (s)
+          grad.setResultAttr(1 + j, ParDialect::kShardingAttrName, s);
+      }
+    }
     // The seed is in: par.scale_loss forwards its loss from here on.
     grad.walk([](ScaleLossOp op) {
       op.getResult().replaceAllUsesWith(op.getLoss());

@@ -184,11 +184,20 @@ def main():
     if model in MEGATRON and tp > 1:
         megatron_check(model, m, r, report, xs_mb, dp, tp)
     if model in NO_GATHER and tp > 1:
-        # The gradient's communication: attention runs on each rank's heads.
-        grad = report.split(f"par-comm-report: @{name}_grad", 1)[-1].split("total:", 1)[0]
-        gathers = [l.strip() for l in grad.splitlines() if "all_gather" in l]
-        check(f"{model}: all_gathers in the gradient under tp={tp} {gathers}",
-              float(len(gathers)), 0)
+        # The gradient's communication: attention runs on each rank's heads
+        # (pipelined: in every stage's gradient too, whose activations cross
+        # the cut replicated).
+        sections = {}
+        for sec in report.split("par-comm-report: @")[1:]:
+            head, _, body = sec.partition("\n")
+            sections[head.strip()] = body.split("total:", 1)[0]
+        fns = [f"{name}_grad"] + [f"{name}_s{k}_grad" for k in range(pp if pp > 1 else 0)]
+        gathers = [f"{f}: " + l.strip() for f in fns for l in sections.get(f, "").splitlines()
+                   if "all_gather" in l]
+        missing = [f for f in fns if f not in sections]
+        check(f"{model}: all_gathers in the gradient{'s' if pp > 1 else ''} under tp={tp} "
+              f"{gathers}{' (no report for ' + str(missing) + ')' if missing else ''}",
+              float(len(gathers) + len(missing)), 0)
 
     P = len(r.param_names)
     if model in GRAD_CHECK and pp == 1:

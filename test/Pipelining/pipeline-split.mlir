@@ -6,6 +6,7 @@
 // RUN: sed 's/par.stage = 1/par.stage = 5/' %s | not par-opt "--par-pipeline-split=stages=2" 2>&1 | FileCheck %s --check-prefix=RANGE
 // RUN: not par-opt %S/Inputs/pipeline-residual.mlir "--par-pipeline-split=stages=4" 2>&1 | FileCheck %s --check-prefix=CUTS
 // RUN: par-opt %S/Inputs/pipeline-residual.mlir "--par-pipeline-split=stages=3 report=true" | FileCheck %s --check-prefix=RESID
+// RUN: par-opt %S/Inputs/pipeline-shared-init.mlir "--par-pipeline-split=stages=2" | FileCheck %s --check-prefix=SHARED
 
 // Tests the stage split of a three-layer tanh MLP with a squared loss
 // (8 ops to place). The cost model (FLOPs + 4 x bytes) balances the two
@@ -96,3 +97,13 @@ func.func @loss(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"
   } -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// One zero init shared by a column-parallel and a row-parallel matmul (and
+// the next layer's) carries no sharding from one to the other: propagation
+// runs on the split constants, as par-spmd's does. The reduced activation
+// crosses the cut replicated and the next layer's weight stays replicated
+// (with the init shared both took the first matmul's split over "tp").
+// SHARED-LABEL: func.func @loss_s0_fwd(
+// SHARED-SAME:    -> tensor<4x8xf32> attributes {par.stage = 0
+// SHARED-LABEL: func.func @loss_s1_fwd(
+// SHARED-SAME:    %arg0: tensor<8x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<f32>

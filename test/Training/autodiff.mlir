@@ -105,6 +105,38 @@ func.func @no_tangent(%w: tensor<4xf32> {par.param}) -> tensor<f32> {
 
 // -----
 
+// Tests that a pipeline stage's gradients are pinned to their arguments'
+// shardings (the runner sums them into the update's arguments and sends the
+// input's gradient back as the previous stage's dy, byte for byte): a split
+// weight's, a replicated weight's (no annotation: replicated on the stage's
+// mesh) and the stage input's (a par.param of the stage).
+// CHECK-LABEL: func.func @stage_grad(
+// CHECK-SAME:    -> (tensor<f32>,
+// CHECK-SAME:        tensor<3x2xf32> {par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>},
+// CHECK-SAME:        tensor<2x2xf32> {par.sharding = #par.sharding<@mesh, [{}, {}]>},
+// CHECK-SAME:        tensor<4x3xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>})
+par.mesh @mesh ["dp"=2, "tp"=2]
+func.func @stage(%w: tensor<3x2xf32> {par.param, par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>},
+                 %v: tensor<2x2xf32> {par.param},
+                 %x: tensor<4x3xf32> {par.param, par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<f32>
+    attributes {par.stage = 1 : i64, par.stage_args = array<i64: 2, 3>} {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x2xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<4x3xf32>, tensor<3x2xf32>) outs(%z : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %n = linalg.matmul ins(%m, %v : tensor<4x2xf32>, tensor<2x2xf32>) outs(%z : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %el = tensor.empty() : tensor<f32>
+  %zl = linalg.fill ins(%c0 : f32) outs(%el : tensor<f32>) -> tensor<f32>
+  %l = linalg.reduce ins(%n : tensor<4x2xf32>) outs(%zl : tensor<f32>) dimensions = [0, 1]
+    (%a: f32, %acc: f32) {
+      %s = arith.addf %a, %acc : f32
+      linalg.yield %s : f32
+    }
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Tests that a product reduction (not differentiable by this pass; sums,
 // maxima and minima are) is named.
 func.func @prod_reduce(%w: tensor<4xf32> {par.param}) -> tensor<f32> {
