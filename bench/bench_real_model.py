@@ -26,7 +26,7 @@ eager one). One invocation:
 Usage (the frontend environment, with python/ on PYTHONPATH):
   PYTHONPATH=python ~/.cache/par/venv-*/bin/python bench/bench_real_model.py \
       [--build build] [--seq 128] [--micro-batch 4] [--micro-batches 4] \
-      [--steps 3] [--attn default|eager|sdpa] [--layers 12]
+      [--steps 3] [--attn default|eager|sdpa] [--layers 12] [--vocab-divisible-by 128]
 Prints the figures recorded in bench/README.md. Not part of the test suite
 (a minute of import and compile, minutes of training, about 8 GiB of
 memory on 8 ranks).
@@ -91,6 +91,8 @@ def main():
     p.add_argument("--micro-batches", type=int, default=4)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--layers", type=int, default=12)
+    p.add_argument("--vocab-divisible-by", type=int, default=128,
+                   help="par-import's vocabulary padding (0: none, the table replicated)")
     p.add_argument("--attn", default="default")
     p.add_argument("--work", default="")
     p.add_argument("--options", default="",
@@ -120,11 +122,15 @@ def main():
     t0 = time.time()
     r = par.import_module(model, mb, None, name="gpt2", output=mlir,
                           weights=weights, dp=2, tp=2, pp=2,
-                          par_opt=os.path.join(bin_, "par-opt"))
+                          par_opt=os.path.join(bin_, "par-opt"),
+                          vocab_divisible_by=args.vocab_divisible_by)
     t_import = time.time() - t0
-    print("import: %.1f s (%d parameter tensors, %d sharded, %d tied; %.1f "
-          "MB of MLIR)" % (t_import, len(r.param_names), len(r.shardings),
-                           len(r.aliases), os.path.getsize(mlir) / 1e6))
+    pads = "; ".join("%s padded %d -> %d rows" % (n, v[1], v[2])
+                     for n, v in r.padded.items()) or "no padding"
+    print("import: %.1f s (%d parameter tensors, %d sharded, %d tied; %s; "
+          "%.1f MB of MLIR)" % (t_import, len(r.param_names),
+                                len(r.shardings), len(r.aliases), pads,
+                                os.path.getsize(mlir) / 1e6))
 
     # 2. compile (a private cache: the first compile is cold, the second
     # hits it)

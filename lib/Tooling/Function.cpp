@@ -141,6 +141,7 @@ Tensor tensorFrom(const par_function_t *fn, par_io_t io, int64_t index,
   t.sliceOf = info.slice_of ? info.slice_of : "";
   t.sliceDim = info.slice_dim;
   t.sliceOffset = info.slice_offset;
+  t.sliceExtent = info.slice_extent;
   t.globalCount = info.global_count;
   t.localCount = info.local_count;
   return t;

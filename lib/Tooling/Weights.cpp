@@ -7,7 +7,9 @@
 // A segment of a fused parameter (par.slice: par-import splits a fused
 // q|k|v projection per segment) loads from its slice of the fused tensor,
 // and the segments are saved back as the fused tensor, under its name: the
-// files keep the module's own names and shapes.
+// files keep the module's own names and shapes. A slice that reaches past
+// its tensor (par.slice's extent: a vocabulary padded to a multiple of tp)
+// loads zeros there, and the padding is not saved.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,16 +62,26 @@ void copySlice(char *whole, const std::vector<int64_t> &wholeShape,
 }
 
 /// Whether `part` is the slice [offset, offset + part[dim]) of dimension
-/// `dim` of `whole`.
+/// `dim` of `whole`, or with `extent` > 0, reaches past its end `extent`.
 bool isSliceOf(const std::vector<int64_t> &part,
                const std::vector<int64_t> &whole, int64_t dim,
-               int64_t offset) {
+               int64_t offset, int64_t extent) {
   if (part.size() != whole.size() || dim < 0 || dim >= (int64_t)part.size())
     return false;
   for (size_t d = 0; d < part.size(); ++d)
     if ((int64_t)d != dim && part[d] != whole[d])
       return false;
+  if (extent > 0)
+    return whole[dim] == extent && offset < extent &&
+           offset + part[dim] > extent;
   return offset >= 0 && offset + part[dim] <= whole[dim];
+}
+
+/// `shape` with dimension `dim` set to `size`.
+std::vector<int64_t> withDim(std::vector<int64_t> shape, size_t dim,
+                             int64_t size) {
+  shape[dim] = size;
+  return shape;
 }
 
 } // namespace
@@ -113,25 +125,42 @@ Buffer WeightLoader::loadSlice(const Tensor &t, const std::string &label,
                                const std::string &fn) {
   std::string where = "--load-weights '" + file.path() + "': ";
   const SafetensorsEntry *e = file.find(t.sliceOf);
+  // A padded tied table may be stored under one of its other names.
+  for (size_t k = 0; !e && t.sliceOf == t.name && k < t.aliases.size(); ++k)
+    e = file.find(t.aliases[k]);
+  std::string what =
+      t.sliceExtent ? "padded from " + std::to_string(t.sliceExtent) +
+                          " to " + std::to_string(t.global[t.sliceDim])
+                    : "a segment of it";
   if (!e)
     fatal(where + "no tensor '" + t.sliceOf + "' for " + label + " of '" +
-          fn + "' (a segment of it: dimension " + std::to_string(t.sliceDim) +
+          fn + "' (" + what + ": dimension " + std::to_string(t.sliceDim) +
           " from " + std::to_string(t.sliceOffset) + ")");
   if (!e->supported || e->dtype != t.dtype ||
-      !isSliceOf(t.global, e->shape, t.sliceDim, t.sliceOffset))
+      !isSliceOf(t.global, e->shape, t.sliceDim, t.sliceOffset,
+                 t.sliceExtent))
     fatal(where + "tensor '" + e->name + "' is " + e->dtypeName + " " +
           shapeText(e->shape) + ", but " + label + " of '" + fn + "' is " +
           safetensorsDtypeName(t.dtype) + " " + shapeText(t.global) +
           " from " + std::to_string(t.sliceOffset) + " in its dimension " +
-          std::to_string(t.sliceDim));
+          std::to_string(t.sliceDim) +
+          (t.sliceExtent ? " (" + what + ")" : ""));
   Buffer whole, data(t.globalBytes());
   std::string error;
   if (!file.read(*e, whole, error))
     fatal("--load-weights: " + error);
-  copySlice(whole.data(), e->shape, data.data(), t.global, t.sliceDim,
+  // The part inside the tensor; padding past it stays zero.
+  std::vector<int64_t> inside = t.global;
+  if (t.sliceExtent)
+    inside[t.sliceDim] = t.sliceExtent - t.sliceOffset;
+  Buffer part(product(inside, 0, inside.size()) * t.elementSize);
+  copySlice(whole.data(), e->shape, part.data(), inside, t.sliceDim,
             t.sliceOffset, t.elementSize, /*extract=*/true);
+  copySlice(data.data(), t.global, part.data(), inside, t.sliceDim, 0,
+            t.elementSize, /*extract=*/false);
   used.insert(t.name);
   used.insert(t.sliceOf);
+  used.insert(t.aliases.begin(), t.aliases.end());
   ++loadedCount;
   return data;
 }
@@ -188,7 +217,7 @@ void saveWeights(const std::string &path, const std::string &fn,
     const Tensor &first = *parts.front()->tensor;
     std::vector<int64_t> shape = first.global;
     size_t dim = first.sliceDim;
-    int64_t size = 0, covered = 0;
+    int64_t size = 0, covered = 0, extent = 0;
     for (const NamedValue *p : parts) {
       const Tensor &t = *p->tensor;
       if ((size_t)t.sliceDim != dim || t.dtype != first.dtype ||
@@ -197,11 +226,13 @@ void saveWeights(const std::string &path, const std::string &fn,
               first.name + "', '" + t.name + "') do not tile it");
       size = std::max(size, t.sliceOffset + t.global[dim]);
       covered += t.global[dim];
+      extent = std::max(extent, t.sliceExtent);
     }
     if (covered != size)
       fatal("--save-weights: the segments of '" + name + "' cover " +
             std::to_string(covered) + " of its " + std::to_string(size) +
             " in dimension " + std::to_string(dim));
+    // Assembled with the padding, saved without it (the leading part).
     shape[dim] = size;
     wholes.push_back(std::make_unique<Buffer>(product(shape, 0, shape.size()) *
                                               first.elementSize));
@@ -209,7 +240,20 @@ void saveWeights(const std::string &path, const std::string &fn,
       copySlice(wholes.back()->data(), shape,
                 const_cast<char *>(p->global->data()), p->tensor->global, dim,
                 p->tensor->sliceOffset, first.elementSize, /*extract=*/false);
+    if (extent) {
+      std::vector<int64_t> kept = withDim(shape, dim, extent);
+      auto trimmed = std::make_unique<Buffer>(product(kept, 0, kept.size()) *
+                                              first.elementSize);
+      copySlice(wholes.back()->data(), shape, trimmed->data(), kept, dim, 0,
+                first.elementSize, /*extract=*/true);
+      wholes.push_back(std::move(trimmed));
+      shape = kept;
+    }
     tensors.push_back({name, first.dtype, shape, wholes.back()->data()});
+    // A padded tied table keeps its other names.
+    if (parts.size() == 1 && first.name == name)
+      for (const std::string &a : first.aliases)
+        tensors.push_back({a, first.dtype, shape, wholes.back()->data()});
   }
   for (const NamedValue &v : values) {
     if (!v.tensor->sliceOf.empty())

@@ -60,6 +60,9 @@ class ImportResult:
     # The parameters that are segments of a fused one (_split_fused):
     # name -> (the fused parameter's name, dim, offset, size), par.slice.
     slices: Dict[str, tuple] = field(default_factory=dict)
+    # The vocabulary tables padded to a multiple of tp (_pad_vocab): name ->
+    # (dim, the vocabulary, the padded size), par.slice with an extent.
+    padded: Dict[str, tuple] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------
@@ -963,7 +966,8 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
                   data: Optional[Sequence[Optional[str]]] = None,
                   vocab: Optional[int] = None,
                   par_opt: Optional[str] = None,
-                  explain_plan: bool = False) -> ImportResult:
+                  explain_plan: bool = False,
+                  vocab_divisible_by: int = 128) -> ImportResult:
     """Exports `module`'s forward + loss to par's MLIR (text) at `output` and
     its initial weights (safetensors) at `weights` (default: output with
     .safetensors). The loss is `module(*example_inputs)` (a scalar tensor, or
@@ -980,6 +984,13 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
       explain_plan print the tensor-parallel plan (format_plan): each layer's
                    role, why, and its tp collectives per step; with par_opt,
                    par's communication report of the AdamW step against them
+      vocab_divisible_by  when tp does not divide the token embedding's
+                   vocabulary, the table and the LM head are padded to a
+                   multiple of vocab_divisible_by x tp rows (Megatron's
+                   --make-vocab-size-divisible-by) so that they split over
+                   tp; the padded logits are -inf (the loss and gradients
+                   are the model's) and weights files keep the real rows;
+                   0: no padding (the table is replicated)
     """
     from torch_mlir import fx
 
@@ -992,6 +1003,9 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
     for k, v in (("dp", dp), ("tp", tp), ("pp", pp)):
         if not isinstance(v, int) or v < 1:
             raise ImportError_(f"{k}={v}: expected a positive integer")
+    if not isinstance(vocab_divisible_by, int) or vocab_divisible_by < 0:
+        raise ImportError_(f"vocab_divisible_by={vocab_divisible_by}: expected a "
+                           "non-negative integer (0: no padding)")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ImportError_(f"name '{name}' is not a valid function name")
     _check_module(module)
@@ -999,7 +1013,8 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
     module.eval()  # Dropout p=0 and no BatchNorm (checked): eval == train.
     try:
         result = _import(module, example_inputs, loss_fn, name, output, weights,
-                         dp, tp, pp, tp_plan, stages, data, vocab, par_opt, fx)
+                         dp, tp, pp, tp_plan, stages, data, vocab, par_opt, fx,
+                         vocab_divisible_by)
     finally:
         module.train(was_training)
     if explain_plan:
@@ -1098,6 +1113,88 @@ class _Segments(nn.Module):
 
     def forward(self, x):
         return torch.cat([m(x) for m in self.children()], dim=-1)
+
+
+def _pad_vocab(module, vocab, multiple):
+    """Pads the token embedding's table (`vocab` rows) and every layer
+    producing the vocabulary (the LM head, tied or not) to the next multiple
+    of `multiple` (in place, new Parameters: a tied table stays tied), as
+    Megatron does when tp does not divide the vocabulary. The heads' padded
+    logits are -inf, so the loss, every gradient and sampled tokens are the
+    unpadded model's, and the padded rows' gradients are zero. The HF
+    configs' vocab_size follows (their loss views the logits by it). Returns
+    the function that undoes it, and {parameter: (dim, vocab, padded)}."""
+    padded = -(-vocab // multiple) * multiple
+    prim = {id(p): n for n, p in module.named_parameters()}
+    undo, pads, made = [], {}, {}
+
+    def setattr_undo(obj, attr, value):
+        undo.append((obj, attr, getattr(obj, attr)))
+        setattr(obj, attr, value)
+
+    def pad(p, dim):
+        if id(p) not in made:
+            shape = list(p.shape)
+            shape[dim] = padded - shape[dim]
+            rows = torch.cat([p.detach(), torch.zeros(shape, dtype=p.dtype)], dim)
+            made[id(p)] = nn.Parameter(rows, requires_grad=p.requires_grad)
+            pads[prim[id(p)]] = (dim, vocab, padded)
+        return made[id(p)]
+
+    for _, m in _embedding_layers(module):
+        if m.num_embeddings == vocab:
+            setattr_undo(m, "weight", pad(m.weight, 0))
+            setattr_undo(m, "num_embeddings", padded)
+    for _, m, layout in _linear_layers(module):
+        out_dim = 0 if layout == "out_in" else 1
+        if m.weight.shape[out_dim] != vocab and id(m.weight) not in made:
+            continue
+        setattr_undo(m, "weight", pad(m.weight, out_dim))
+        if getattr(m, "bias", None) is not None:
+            setattr_undo(m, "bias", pad(m.bias, 0))
+        for attr in ("out_features", "nf"):
+            if getattr(m, attr, None) == vocab:
+                setattr_undo(m, attr, padded)
+
+        def masked(*xs, _forward=m.forward, **kw):
+            y = _forward(*xs, **kw)
+            real = torch.arange(y.shape[-1], device=y.device) < vocab
+            return y.masked_fill(~real, float("-inf"))
+        m.forward = masked
+        undo.append((m, "forward", None))
+    # The HF models' configs (the module or one it wraps, once each).
+    configs = {id(c): c for c in (getattr(m, "config", None) for m in module.modules())
+               if c is not None and getattr(c, "vocab_size", None) == vocab}
+    for config in configs.values():
+        setattr_undo(config, "vocab_size", padded)
+
+    def restore():
+        for obj, attr, old in reversed(undo):
+            if attr == "forward" and old is None:
+                del obj.forward
+            else:
+                setattr(obj, attr, old)
+    return restore, pads
+
+
+def _check_padded_loss(module, run, example_inputs, loss, vocab):
+    """The padded module's loss must be the module's: padding only adds
+    rows nothing reads and logits at -inf. A model that reads the
+    vocabulary some other way (a loss over all logits, a hard-coded size)
+    is named rather than imported wrong."""
+    with torch.no_grad():
+        try:
+            out = float(_loss_value(run(module, *example_inputs)).reshape(()))
+        except Exception as e:
+            raise ImportError_(
+                f"padding the vocabulary {vocab} to a multiple of tp broke the "
+                f"forward ({type(e).__name__}: {e}); pass vocab_divisible_by=0 "
+                "(--vocab-divisible-by 0) to keep the table replicated") from e
+    if not abs(out - loss) <= 1e-5 * max(1.0, abs(loss)):
+        raise ImportError_(
+            f"padding the vocabulary {vocab} to a multiple of tp changed the loss "
+            f"({loss:.7g} -> {out:.7g}); pass vocab_divisible_by=0 "
+            "(--vocab-divisible-by 0) to keep the table replicated")
 
 
 def _split_fused(module, cuts):
@@ -1199,7 +1296,7 @@ def _fold_segment_cats(prog):
 
 
 def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
-            tp_plan, stages, data, vocab, par_opt, fx):
+            tp_plan, stages, data, vocab, par_opt, fx, vocab_divisible_by=128):
     # The weights file holds the module's own tensors, by their own names
     # (a fused projection's whole weight, however the program splits it).
     own = [(n, p.detach()) for n, p in module.named_parameters()]
@@ -1228,8 +1325,15 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
     # (_Segments), so that each segment is column-parallel on its own: the
     # first export finds the cuts, the second exports the split module.
     restore_split = lambda: None  # noqa: E731
+    restore_pad = lambda: None  # noqa: E731
     slices: Dict[str, tuple] = {}
+    padded: Dict[str, tuple] = {}
     try:
+        table_rows = _vocab_of(module)
+        if tp > 1 and vocab_divisible_by and table_rows and table_rows % tp:
+            restore_pad, padded = _pad_vocab(module, table_rows,
+                                             vocab_divisible_by * tp)
+            _check_padded_loss(module, run, example_inputs, loss, table_rows)
         for attempt in range(2):
             names, params, aliases = _parameters(module)
             prog = _export(module, names, params, buffers, example_inputs, loss_fn, run)
@@ -1267,6 +1371,7 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
         shard = _param_shardings(module, set(names), tp, plan)
     finally:
         restore_split()
+        restore_pad()
 
     # Data roles and the vocabulary bound.
     n_in = len(example_inputs)
@@ -1295,7 +1400,7 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
 
     text, stage_counts = _annotate(mod, name, names, aliases, example_inputs, roles,
                                    vocab, shard, dp, tp, pp, pins,
-                                   type(module).__name__, slices)
+                                   type(module).__name__, slices, padded)
     out_dir = os.path.dirname(os.path.abspath(output))
     os.makedirs(out_dir, exist_ok=True)
     with open(output, "w") as f:
@@ -1316,7 +1421,8 @@ def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
                         param_names=names, aliases=aliases, data_roles=roles,
                         shardings=shard, loss=loss, stages=stage_counts,
                         layer_roles=layer_roles, tp_plan=dict(plan),
-                        mesh={"dp": dp, "tp": tp, "pp": pp}, slices=slices)
+                        mesh={"dp": dp, "tp": tp, "pp": pp}, slices=slices,
+                        padded=padded)
 
 
 _COMM_LINE = re.compile(
@@ -1440,7 +1546,7 @@ def _check_dialects(func):
 
 
 def _annotate(mod, name, names, aliases, example_inputs, roles, vocab, shard,
-              dp, tp, pp, pins, module_type, slices=None):
+              dp, tp, pp, pins, module_type, slices=None, padded=None):
     """Argument attributes and stage pins through the MLIR Python API (builtin
     attributes only: torch-mlir's MLIR does not know the par dialect), then
     the mesh and the shardings as text."""
@@ -1479,6 +1585,15 @@ def _annotate(mod, name, names, aliases, example_inputs, roles, vocab, shard,
                         "of": ir.StringAttr.get(of),
                         "dim": ir.IntegerAttr.get(i64, dim),
                         "offset": ir.IntegerAttr.get(i64, offset)})
+                elif padded and n in padded:
+                    # The file's table is the leading rows; the rest pads.
+                    dim, rows, _ = padded[n]
+                    i64 = ir.IntegerType.get_signless(64)
+                    entries["par.slice"] = ir.DictAttr.get({
+                        "of": ir.StringAttr.get(n),
+                        "dim": ir.IntegerAttr.get(i64, dim),
+                        "offset": ir.IntegerAttr.get(i64, 0),
+                        "extent": ir.IntegerAttr.get(i64, rows)})
                 if n in shard:
                     key = f"__par_sharding_{i}__"
                     placeholders[key] = _sharding_attr(shard[n])

@@ -84,6 +84,11 @@ def main():
                    help="roles of the inputs, e.g. tokens,targets or -,targets (default: the "
                         "first integer input tokens, the second targets)")
     p.add_argument("--vocab", type=int, default=None)
+    p.add_argument("--vocab-divisible-by", type=int, default=128,
+                   help="when tp does not divide the vocabulary, pad the token embedding "
+                        "and the LM head to a multiple of this x tp rows (Megatron's "
+                        "--make-vocab-size-divisible-by; default 128; 0: no padding, "
+                        "the table replicated)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--explain-plan", action="store_true",
                    help="print each Linear-like layer's and embedding's tensor-parallel role, "
@@ -129,7 +134,8 @@ def main():
         r = par.import_module(module, inputs, loss_fn, name=name, output=a.output,
                               weights=a.weights, dp=a.dp, tp=a.tp, pp=a.pp, tp_plan=plan,
                               data=data, vocab=a.vocab, par_opt=os.environ.get("PAR_OPT"),
-                              explain_plan=a.explain_plan)
+                              explain_plan=a.explain_plan,
+                              vocab_divisible_by=a.vocab_divisible_by)
     except ImportError_ as e:
         fail(str(e))
     n = sum(p.numel() for p in module.parameters())
@@ -140,6 +146,9 @@ def main():
         if pn in r.slices:
             of, dim, offset, size = r.slices[pn]
             extra += f" (of {of}, dimension {dim} from {offset}, size {size})"
+        if pn in r.padded:
+            dim, rows, size = r.padded[pn]
+            extra += f" (padded in dimension {dim} from {rows} to {size} rows)"
         s = r.shardings.get(pn)
         print(f"  {pn}{extra}: {'sharded ' + s if s else 'replicated'}")
     for i, role in enumerate(r.data_roles):

@@ -318,9 +318,11 @@ typedef struct par_tensor_info_t {
    * q|k|v or gate|up projection per segment): the name of the fused tensor
    * ("" if none) and where the slice lies in it, dimension slice_dim from
    * slice_offset, the size global_shape[slice_dim]. Weights files hold the
-   * fused tensor. */
+   * fused tensor. slice_extent > 0: the fused tensor's size in slice_dim,
+   * which the slice reaches past (a vocabulary padded to a multiple of tp);
+   * the rest of the tensor is padding, zero on load and not saved. */
   const char *slice_of;
-  int64_t slice_dim, slice_offset;
+  int64_t slice_dim, slice_offset, slice_extent;
 } par_tensor_info_t;
 
 par_status_t par_function_tensor(const par_function_t *function, par_io_t io,

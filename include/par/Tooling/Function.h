@@ -84,9 +84,12 @@ struct Tensor {
   std::string name;
   std::vector<std::string> aliases;
   /// A segment of a fused parameter (par.slice): the fused tensor's name
-  /// ("" if none), the dimension and offset of the slice in it.
+  /// ("" if none), the dimension and offset of the slice in it, and the
+  /// fused tensor's size in that dimension when the slice reaches past it
+  /// (0: it does not): the rest is padding (a vocabulary padded to a
+  /// multiple of tp), zero on load and dropped on save.
   std::string sliceOf;
-  int64_t sliceDim = 0, sliceOffset = 0;
+  int64_t sliceDim = 0, sliceOffset = 0, sliceExtent = 0;
   int64_t vocab = 0;
   int64_t globalCount = 1, localCount = 1;
 

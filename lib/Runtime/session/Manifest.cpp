@@ -153,16 +153,21 @@ void parseFrontendKeys(const JsonValue &v, const std::string &what,
     const JsonValue *of = sv->get(key::kSliceOf);
     const JsonValue *dim = sv->get(key::kSliceDim);
     const JsonValue *off = sv->get(key::kSliceOffset);
+    const JsonValue *ext = sv->get(key::kSliceExtent);
     const std::string *s = of ? of->string() : nullptr;
     std::optional<int64_t> d = dim ? dim->integer() : std::nullopt;
     std::optional<int64_t> o = off ? off->integer() : std::nullopt;
-    if (!s || s->empty() || !d || !o || *d < 0 || *o < 0 || t.name.empty())
+    std::optional<int64_t> e = ext ? ext->integer() : std::optional<int64_t>(0);
+    if (!s || s->empty() || !d || !o || *d < 0 || *o < 0 || t.name.empty() ||
+        !e || *e < 0 || (*e && *e <= *o))
       c.fail(what + " has a bad slice (expected {\"of\": a name, \"dim\", "
-                    "\"offset\": non-negative integers}, with a name)");
+                    "\"offset\": non-negative integers, optionally "
+                    "\"extent\" past the offset}, with a name)");
     else {
       t.sliceOf = *s;
       t.sliceDim = *d;
       t.sliceOffset = *o;
+      t.sliceExtent = *e;
     }
   }
   if (const JsonValue *vv = v.get(key::kVocab)) {
@@ -207,6 +212,16 @@ TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
       t.role = *role;
   }
   parseFrontendKeys(v, what, t, c);
+  // A slice lies in the tensor's dimensions; an extent (padding past the
+  // fused tensor's end) inside the slice.
+  if (!t.sliceOf.empty() &&
+      (t.sliceDim >= (int64_t)t.global.size() ||
+       (t.sliceExtent &&
+        t.sliceExtent >= t.sliceOffset + t.global[t.sliceDim])))
+    c.fail(what + " has a slice outside its global shape (dimension " +
+           std::to_string(t.sliceDim) + ", offset " +
+           std::to_string(t.sliceOffset) + ", extent " +
+           std::to_string(t.sliceExtent) + ")");
   if (t.dimAxisCounts.size() != t.global.size() ||
       t.local.size() != t.global.size())
     c.fail(what + " has inconsistent ranks");

@@ -35,9 +35,11 @@ struct TensorSpec {
   std::string name;
   std::vector<std::string> aliases;
   /// A segment of a fused parameter (par.slice): the fused tensor's name
-  /// ("" if none), the dimension and offset of the slice.
+  /// ("" if none), the dimension and offset of the slice, and the fused
+  /// tensor's size in that dimension when the slice reaches past it (0: it
+  /// does not; the rest is padding).
   std::string sliceOf;
-  int64_t sliceDim = 0, sliceOffset = 0;
+  int64_t sliceDim = 0, sliceOffset = 0, sliceExtent = 0;
   int64_t vocab = 0;
   int64_t globalCount = 1, localCount = 1;
 

@@ -618,6 +618,7 @@ par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,
   out->slice_of = t->sliceOf.c_str();
   out->slice_dim = t->sliceDim;
   out->slice_offset = t->sliceOffset;
+  out->slice_extent = t->sliceExtent;
   return PAR_OK;
 }
 

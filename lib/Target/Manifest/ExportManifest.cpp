@@ -183,12 +183,16 @@ struct FunctionWriter {
         names.push_back(s.getValue().str());
       o[key::kAliases] = std::move(names);
     }
-    if (auto s = fn.getArgAttrOfType<DictionaryAttr>(i,
-                                                     ParDialect::kSliceAttrName))
-      o[key::kSlice] = llvm::json::Object{
+    if (auto s = fn.getArgAttrOfType<DictionaryAttr>(
+            i, ParDialect::kSliceAttrName)) {
+      llvm::json::Object slice{
           {key::kSliceOf, s.getAs<StringAttr>("of").getValue().str()},
           {key::kSliceDim, s.getAs<IntegerAttr>("dim").getInt()},
           {key::kSliceOffset, s.getAs<IntegerAttr>("offset").getInt()}};
+      if (auto extent = s.getAs<IntegerAttr>("extent"))
+        slice[key::kSliceExtent] = extent.getInt();
+      o[key::kSlice] = std::move(slice);
+    }
     auto data = fn.getArgAttrOfType<StringAttr>(i, ParDialect::kDataAttrName);
     if (!data)
       return;

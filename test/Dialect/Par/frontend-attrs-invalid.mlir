@@ -22,8 +22,25 @@ func.func @slice_ok(%q: tensor<64x192xf32> {par.param, par.name = "attn.0.weight
 
 // -----
 
+// Tests that a vocabulary table padded past its tensor verifies (par.slice
+// with an extent: the file's 95 rows, then padding to 128).
+func.func @slice_padded(%w: tensor<128x16xf32> {par.param, par.name = "wte.weight", par.slice = {of = "wte.weight", dim = 0 : i64, offset = 0 : i64, extent = 95 : i64}}) {
+  return
+}
+
+// -----
+
+// Tests that an extent lies past the offset (the tensor ends inside the
+// argument).
+// expected-error @+1 {{argument #0: 'par.slice' extent 4 must lie past the offset 4: the tensor ends there, inside the argument}}
+func.func @slice_extent_before(%w: tensor<128x16xf32> {par.name = "wte.weight", par.slice = {of = "wte.weight", dim = 0 : i64, offset = 4 : i64, extent = 4 : i64}}) {
+  return
+}
+
+// -----
+
 // Tests that par.slice names the fused tensor.
-// expected-error @+1 {{argument #0: 'par.slice' must be {of = "name", dim = i64, offset = i64}, got {dim = 0 : i64, offset = 0 : i64}}}
+// expected-error @+1 {{argument #0: 'par.slice' must be {of = "name", dim = i64, offset = i64[, extent = i64]}, got {dim = 0 : i64, offset = 0 : i64}}}
 func.func @slice_no_of(%w: tensor<4xf32> {par.name = "w.0", par.slice = {dim = 0 : i64, offset = 0 : i64}}) {
   return
 }

@@ -11,6 +11,10 @@ None):
               embeddings' causal prefix mean) that the loss differentiates
   gpt2_sdpa   HF GPT2LMHeadModel with the library's default attention
               (sdpa)
+  gpt2_vocab95  gpt2_sdpa with a vocabulary of 95, which tp=2 does not
+              divide (GPT-2's real 50,257 does not either): par-import pads
+              the tied table and head to 256 rows (vocab_divisible_by=128
+              x tp), vocabulary-parallel, the padded logits -inf
   opt_lm      HF OPTForCausalLM (default attention: sdpa; positions from the
               attention mask's cumsum)
   bart        HF BartForConditionalGeneration (encoder-decoder; default
@@ -126,6 +130,15 @@ def gpt2_sdpa(b=8, seed=0):
     m = GPT2LMHeadModel(cfg)
     assert m.config._attn_implementation == "sdpa", m.config._attn_implementation
     return m, batch(b, seed + 1), _lm_loss, None
+
+
+def gpt2_vocab95(b=8, seed=0):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(seed)
+    cfg = GPT2Config(vocab_size=95, n_positions=SEQ, n_embd=64, n_layer=2, n_head=4,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                     bos_token_id=0, eos_token_id=0)
+    return GPT2LMHeadModel(cfg), batch(b, seed + 1, vocab=95), _lm_loss, None
 
 
 HF_PLAN = {"*.q_proj": "colwise", "*.k_proj": "colwise", "*.v_proj": "colwise",

@@ -129,11 +129,14 @@ inline constexpr const char kVocab[] = "vocab";
 // safetensors file) and its tied parameter's other names (par.aliases).
 inline constexpr const char kTensorName[] = "name";
 inline constexpr const char kAliases[] = "aliases";
-/// A segment of a fused parameter (par.slice): {"of", "dim", "offset"}.
+/// A segment of a fused parameter (par.slice): {"of", "dim", "offset"},
+/// and "extent" (the size of "of" in "dim") when the argument reaches past
+/// it: the rest is padding (a vocabulary padded to a multiple of tp).
 inline constexpr const char kSlice[] = "slice";
 inline constexpr const char kSliceOf[] = "of";
 inline constexpr const char kSliceDim[] = "dim";
 inline constexpr const char kSliceOffset[] = "offset";
+inline constexpr const char kSliceExtent[] = "extent";
 inline constexpr const char kSharding[] = "sharding";
 inline constexpr const char kDims[] = "dims";
 inline constexpr const char kPartial[] = "partial";

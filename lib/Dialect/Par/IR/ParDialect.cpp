@@ -285,10 +285,14 @@ static LogicalResult verifyFrontendArgAttr(Operation *op, unsigned argIndex,
     auto of = d ? d.getAs<StringAttr>("of") : StringAttr();
     auto dim = d ? d.getAs<IntegerAttr>("dim") : IntegerAttr();
     auto offset = d ? d.getAs<IntegerAttr>("offset") : IntegerAttr();
+    // Optional: the size of `of` in `dim` when the argument reaches past
+    // its end (a vocabulary padded to a multiple of tp): padding rows.
+    auto extent = d ? d.getAs<IntegerAttr>("extent") : IntegerAttr();
     auto shaped = dyn_cast<ShapedType>(fn.getArgumentTypes()[argIndex]);
-    if (!of || of.getValue().empty() || !dim || !offset || d.size() != 3)
+    if (!of || of.getValue().empty() || !dim || !offset ||
+        d.size() != (extent ? 4u : 3u))
       return emit() << "'par.slice' must be {of = \"name\", dim = i64, "
-                       "offset = i64}, got "
+                       "offset = i64[, extent = i64]}, got "
                     << attr.getValue();
     if (!fn.getArgAttrOfType<StringAttr>(argIndex, ParDialect::kNameAttrName))
       return emit() << "'par.slice' needs a 'par.name' on the same argument";
@@ -297,6 +301,12 @@ static LogicalResult verifyFrontendArgAttr(Operation *op, unsigned argIndex,
       return emit() << "'par.slice' dim " << dim.getInt() << " offset "
                     << offset.getInt() << " does not fit the argument's type "
                     << fn.getArgumentTypes()[argIndex];
+    // The argument's global size is not its type's once partitioned: the
+    // runner checks the extent against it (and the weights file).
+    if (extent && extent.getInt() <= offset.getInt())
+      return emit() << "'par.slice' extent " << extent.getInt()
+                    << " must lie past the offset " << offset.getInt()
+                    << ": the tensor ends there, inside the argument";
     return success();
   }
   if (name == ParDialect::kDataAttrName) {
