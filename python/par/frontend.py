@@ -967,7 +967,7 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
                   vocab: Optional[int] = None,
                   par_opt: Optional[str] = None,
                   explain_plan: bool = False,
-                  vocab_divisible_by: int = 128) -> ImportResult:
+                  vocab_divisible_by: int = 0) -> ImportResult:
     """Exports `module`'s forward + loss to par's MLIR (text) at `output` and
     its initial weights (safetensors) at `weights` (default: output with
     .safetensors). The loss is `module(*example_inputs)` (a scalar tensor, or
@@ -985,12 +985,16 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
                    role, why, and its tp collectives per step; with par_opt,
                    par's communication report of the AdamW step against them
       vocab_divisible_by  when tp does not divide the token embedding's
-                   vocabulary, the table and the LM head are padded to a
-                   multiple of vocab_divisible_by x tp rows (Megatron's
-                   --make-vocab-size-divisible-by) so that they split over
-                   tp; the padded logits are -inf (the loss and gradients
-                   are the model's) and weights files keep the real rows;
-                   0: no padding (the table is replicated)
+                   vocabulary, pad the table and the LM head to a multiple
+                   of vocab_divisible_by x tp rows (Megatron's
+                   --make-vocab-size-divisible-by, whose default is 128) so
+                   that they split over tp; the padded logits are -inf (the
+                   loss and gradients are the model's) and weights files
+                   keep the real rows. Default 0: no padding, the table
+                   replicated (par lowers a vocabulary-parallel lookup as a
+                   compare-select over the local rows, which at GPT-2's
+                   size costs more than the replicated table's gather:
+                   docs/Frontend.md)
     """
     from torch_mlir import fx
 
@@ -1296,7 +1300,7 @@ def _fold_segment_cats(prog):
 
 
 def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
-            tp_plan, stages, data, vocab, par_opt, fx, vocab_divisible_by=128):
+            tp_plan, stages, data, vocab, par_opt, fx, vocab_divisible_by=0):
     # The weights file holds the module's own tensors, by their own names
     # (a fused projection's whole weight, however the program splits it).
     own = [(n, p.detach()) for n, p in module.named_parameters()]
