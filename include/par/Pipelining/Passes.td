@@ -28,7 +28,8 @@ def PipelineSplit : Pass<"par-pipeline-split", "ModuleOp"> {
     stage uses, in order (`par.stage_args` maps them back); parameters and
     their state thus live on their stage only. The activation takes the
     sharding propagation gives it in the whole function, so both sides of a
-    transfer agree. The module gets `par.pipeline`, a `#par.pipeline` with
+    transfer agree (propagated as par-spmd does, on split constants: a
+    shared zero init carries no split between its users). The module gets `par.pipeline`, a `#par.pipeline` with
     the split function and the stage table: per stage a `#par.stage`
     naming, by symbol, its `forward` and `loss` (and `input_loss`,
     `weight_loss`).

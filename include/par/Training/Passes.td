@@ -12,7 +12,11 @@ def Autodiff : Pass<"par-autodiff", "ModuleOp"> {
     `<name>_grad` with the same arguments returning the loss followed by the
     gradient of the loss with respect to each parameter (in argument order),
     and links it from the function with `par.grad = @<name>_grad` (what
-    par-optimizer and the pipeline's stage table follow).
+    par-optimizer and the pipeline's stage table follow). A pipeline
+    stage's gradients (a `par.stage` function's) are pinned to their
+    arguments' shardings (replicated where none): the runner sums them
+    into the update's arguments and sends `dx` back as the previous
+    stage's `dy`, byte for byte.
     The function must return one scalar loss (`tensor<f32>`, `tensor<f64>`,
     ...). Runs on the unsharded program, before sharding (as JAX does): the
     backward is then sharded by the same propagation, and data-parallel
