@@ -26,7 +26,7 @@ eager one). One invocation:
 Usage (the frontend environment, with python/ on PYTHONPATH):
   PYTHONPATH=python ~/.cache/par/venv-*/bin/python bench/bench_real_model.py \
       [--build build] [--seq 128] [--micro-batch 4] [--micro-batches 4] \
-      [--steps 3] [--attn default|eager|sdpa] [--layers 12] [--vocab-divisible-by 0]
+      [--steps 3] [--attn default|eager|sdpa] [--layers 12] [--vocab-divisible-by 128]
 Prints the figures recorded in bench/README.md. Not part of the test suite
 (a minute of import and compile, minutes of training, about 8 GiB of
 memory on 8 ranks).
@@ -91,7 +91,7 @@ def main():
     p.add_argument("--micro-batches", type=int, default=4)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--layers", type=int, default=12)
-    p.add_argument("--vocab-divisible-by", type=int, default=0,
+    p.add_argument("--vocab-divisible-by", type=int, default=128,
                    help="par-import's vocabulary padding (0: none, the table replicated)")
     p.add_argument("--attn", default="default")
     p.add_argument("--work", default="")

@@ -144,6 +144,9 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
   // Cleanup: fold what partitioning left (e.g. casts, duplicate constants).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // A split table's rows compared by their local index (the one-hot form
+  // the CPU lowering gathers and scatters).
+  pm.addPass(createLocalRowIndex());
   // Partial values flow through linear ops: one reduction where several
   // were (q/k/v input gradients, micro-batch gradients), on the narrowest
   // tensor; before the gradient reductions change type below.

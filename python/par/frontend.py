@@ -967,7 +967,7 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
                   vocab: Optional[int] = None,
                   par_opt: Optional[str] = None,
                   explain_plan: bool = False,
-                  vocab_divisible_by: int = 0) -> ImportResult:
+                  vocab_divisible_by: int = 128) -> ImportResult:
     """Exports `module`'s forward + loss to par's MLIR (text) at `output` and
     its initial weights (safetensors) at `weights` (default: output with
     .safetensors). The loss is `module(*example_inputs)` (a scalar tensor, or
@@ -987,14 +987,10 @@ def import_module(module: nn.Module, example_inputs: Sequence[torch.Tensor],
       vocab_divisible_by  when tp does not divide the token embedding's
                    vocabulary, pad the table and the LM head to a multiple
                    of vocab_divisible_by x tp rows (Megatron's
-                   --make-vocab-size-divisible-by, whose default is 128) so
+                   --make-vocab-size-divisible-by; default 128, as its) so
                    that they split over tp; the padded logits are -inf (the
                    loss and gradients are the model's) and weights files
-                   keep the real rows. Default 0: no padding, the table
-                   replicated (par lowers a vocabulary-parallel lookup as a
-                   compare-select over the local rows, which at GPT-2's
-                   size costs more than the replicated table's gather:
-                   docs/Frontend.md)
+                   keep the real rows. 0: no padding, the table replicated
     """
     from torch_mlir import fx
 
@@ -1300,7 +1296,7 @@ def _fold_segment_cats(prog):
 
 
 def _import(module, example_inputs, loss_fn, name, output, weights, dp, tp, pp,
-            tp_plan, stages, data, vocab, par_opt, fx, vocab_divisible_by=0):
+            tp_plan, stages, data, vocab, par_opt, fx, vocab_divisible_by=128):
     # The weights file holds the module's own tensors, by their own names
     # (a fused projection's whole weight, however the program splits it).
     own = [(n, p.detach()) for n, p in module.named_parameters()]

@@ -169,12 +169,10 @@ def main():
     mlir = os.path.join(work, f"{name}.mlir")
     weights = os.path.join(work, "init.safetensors")
     plan = getattr(sdpa_models, model)(b=per_mb)[3] if hasattr(sdpa_models, model) else None
-    # gpt2_vocab95: the vocabulary tp does not divide, padded (Megatron's
-    # rule) to be vocabulary-parallel.
-    pad = 128 if model == "gpt2_vocab95" else 0
+    # (gpt2_vocab95: a vocabulary tp does not divide, padded by default to
+    # be vocabulary-parallel.)
     r = par.import_module(m, xs_mb, loss_fn, name=name, output=mlir, weights=weights,
-                          dp=dp, tp=tp, pp=pp, tp_plan=plan, par_opt=par_opt,
-                          vocab_divisible_by=pad)
+                          dp=dp, tp=tp, pp=pp, tp_plan=plan, par_opt=par_opt)
     print(f"imported @{name}: {len(r.param_names)} parameters, "
           f"{len(r.shardings)} sharded, {len(r.aliases)} tied, stage pins {bool(r.stages)}")
 

@@ -84,11 +84,11 @@ def main():
                    help="roles of the inputs, e.g. tokens,targets or -,targets (default: the "
                         "first integer input tokens, the second targets)")
     p.add_argument("--vocab", type=int, default=None)
-    p.add_argument("--vocab-divisible-by", type=int, default=0,
+    p.add_argument("--vocab-divisible-by", type=int, default=128,
                    help="when tp does not divide the vocabulary, pad the token embedding "
                         "and the LM head to a multiple of this x tp rows so that they are "
-                        "vocabulary-parallel (Megatron's --make-vocab-size-divisible-by, "
-                        "e.g. 128); default 0: no padding, the table replicated")
+                        "vocabulary-parallel (Megatron's --make-vocab-size-divisible-by; "
+                        "default 128); 0: no padding, the table replicated")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--explain-plan", action="store_true",
                    help="print each Linear-like layer's and embedding's tensor-parallel role, "

@@ -19,11 +19,24 @@
 // those of the one-hot form (x + 0 = x; a -0.0 accumulator would become
 // +0.0 in the one-hot form, and stays -0.0 here).
 //
-// Matched: a linalg.generic on buffers with one output and a parallel loop
-// r such that linalg.index r has one use, `arith.cmpi eq` against a value X
-// that does not depend on r; the comparison's one use is a select of (v, 0)
-// whose one use is `out + select` (either order), yielded; no input's
-// indexing map uses r. Anything else is left to par-parallelize-loops.
+// The lookup of a split table (par-local-row-index's form) is the same
+// comparison on a reduction loop r over the table's rows:
+//
+//   out[b, s, d] += select(r == X(b, s), T[r, d], 0)   for all b, s, d, r
+//
+// and becomes the gather of the one row:
+//
+//   for b, s, d:  x = X(b, s);  if 0 <= x < rows:  out[b, s, d] += T[x, d]
+//
+// (bit for bit again: the other rows added zeros).
+//
+// Matched: a linalg.generic on buffers with one output and a loop r such
+// that linalg.index r has one use, `arith.cmpi eq` against a value X that
+// does not depend on r; the comparison's one use is a select of (v, 0), or
+// of (1, 0) multiplied by v, whose one use is `out + ...` (either order),
+// yielded. Scatter: r parallel, the output indexed by r, no input. Gather:
+// r the reduction, the output not indexed by r (v may read inputs indexed
+// by r). Anything else is left to par-parallelize-loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,25 +67,35 @@ namespace {
 /// The parts of a matched generic.
 struct OneHot {
   unsigned row = 0;               // the loop r
+  bool gather = false;            // r a reduction: read one row
   linalg::IndexOp index;          // linalg.index r
   arith::CmpIOp cmp;              // r == X
   Value selected;                 // X
-  arith::SelectOp select;         // select(cmp, v, 0)
-  Operation *accumulate = nullptr; // out + select
+  arith::SelectOp select;         // select(cmp, v, 0) or select(cmp, 1, 0)
+  Operation *multiply = nullptr;  // v * select(cmp, 1, 0), if that form
+  Value added;                    // v
+  Operation *accumulate = nullptr; // out + ...
 };
 
-/// True if `v`, defined in `body` or above it, depends on linalg.index
-/// `row` (through the body's ops).
-bool dependsOnRow(Value v, Block *body, unsigned row) {
+/// True if `v`, defined in `body` or above it, depends on loop `row`:
+/// on linalg.index `row` or on an input whose indexing map reads it.
+bool dependsOnRow(Value v, Block *body, unsigned row,
+                  ArrayRef<AffineMap> maps) {
   SmallVector<Value> todo{v};
   DenseSet<Value> seen;
   while (!todo.empty()) {
     Value x = todo.pop_back_val();
     if (!seen.insert(x).second)
       continue;
+    if (auto arg = dyn_cast<BlockArgument>(x)) {
+      if (arg.getOwner() == body && arg.getArgNumber() + 1 < maps.size() &&
+          maps[arg.getArgNumber()].isFunctionOfDim(row))
+        return true;
+      continue;
+    }
     Operation *def = x.getDefiningOp();
-    if (!def || def->getBlock() != body)
-      continue; // a block argument (r-free inputs) or a value from above
+    if (def->getBlock() != body)
+      continue; // a value from above
     if (auto idx = dyn_cast<linalg::IndexOp>(def))
       if (idx.getDim() == row)
         return true;
@@ -95,20 +118,25 @@ std::optional<OneHot> match(linalg::GenericOp op) {
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   for (auto idx : body->getOps<linalg::IndexOp>()) {
     unsigned r = idx.getDim();
-    if (iters[r] != utils::IteratorType::parallel || !idx->hasOneUse())
+    if (!idx->hasOneUse())
       continue;
     // The only read of r.
     if (llvm::count_if(body->getOps<linalg::IndexOp>(),
                        [&](linalg::IndexOp o) { return o.getDim() == r; }) !=
         1)
       continue;
-    // No input is indexed by r; the output is.
+    // Scatter: no input is indexed by r, the output is. Gather: r is the
+    // reduction, the output is not indexed by it.
     bool inputUsesRow = false;
     for (unsigned i = 0; i + 1 < maps.size(); ++i)
       inputUsesRow |= maps[i].isFunctionOfDim(r);
-    if (inputUsesRow || !maps.back().isFunctionOfDim(r))
-      continue;
     OneHot m;
+    m.gather = iters[r] == utils::IteratorType::reduction;
+    if (m.gather ? maps.back().isFunctionOfDim(r) ||
+                       llvm::count(iters, utils::IteratorType::reduction) != 1
+                 : iters[r] != utils::IteratorType::parallel ||
+                       inputUsesRow || !maps.back().isFunctionOfDim(r))
+      continue;
     m.row = r;
     m.index = idx;
     m.cmp = dyn_cast<arith::CmpIOp>(*idx->user_begin());
@@ -117,15 +145,30 @@ std::optional<OneHot> match(linalg::GenericOp op) {
       continue;
     m.selected = m.cmp.getLhs() == idx.getResult() ? m.cmp.getRhs()
                                                    : m.cmp.getLhs();
-    if (m.selected == idx.getResult() || dependsOnRow(m.selected, body, r))
+    if (m.selected == idx.getResult() ||
+        dependsOnRow(m.selected, body, r, maps))
       continue;
     m.select = dyn_cast<arith::SelectOp>(*m.cmp->user_begin());
     if (!m.select || m.select.getCondition() != m.cmp.getResult() ||
         !matchPattern(m.select.getFalseValue(), m_AnyZeroFloat()) ||
-        !m.select->hasOneUse() ||
-        dependsOnRow(m.select.getTrueValue(), body, r))
+        !m.select->hasOneUse())
       continue;
-    m.accumulate = *m.select->user_begin();
+    // v * select(cmp, 1, 0): v is added where the row matches (v * 1 = v).
+    Operation *sum = *m.select->user_begin();
+    m.added = m.select.getTrueValue();
+    if (isa<arith::MulFOp>(sum) &&
+        matchPattern(m.select.getTrueValue(), m_OneFloat()) &&
+        sum->hasOneUse()) {
+      m.multiply = sum;
+      m.added = sum->getOperand(0) == m.select.getResult() ? sum->getOperand(1)
+                                                           : sum->getOperand(0);
+      sum = *sum->user_begin();
+    }
+    // The scatter adds a row-free value; the gather's reads the row.
+    if (m.added == m.select.getResult() ||
+        (!m.gather && dependsOnRow(m.added, body, r, maps)))
+      continue;
+    m.accumulate = sum;
     if (!isa<arith::AddFOp>(m.accumulate) ||
         !llvm::is_contained(m.accumulate->getOperands(), out) ||
         !m.accumulate->hasOneUse() ||
@@ -169,33 +212,47 @@ void rewrite(IRRewriter &rw, linalg::GenericOp op, OneHot m) {
     ivs[d] = loop.getInductionVar();
     rw.setInsertionPoint(loop.getBody()->getTerminator());
   }
-  // The row loop's value is not known yet: a placeholder for the inputs'
-  // indices (none of them uses it).
+  // The row loop's value is not known yet: a placeholder for the indices
+  // of the inputs that do not use it.
   ivs[m.row] = zero;
   Block *body = op.getBody();
   IRMapping map;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  for (unsigned i = 0; i + 1 < maps.size(); ++i) {
-    Value in = op.getDpsInputOperand(i)->get();
-    BlockArgument arg = body->getArgument(i);
-    if (arg.use_empty())
-      continue;
-    if (isa<MemRefType>(in.getType()))
-      map.map(arg, memref::LoadOp::create(rw, loc, in,
-                                          apply(rw, loc, maps[i], ivs)));
-    else
-      map.map(arg, in); // a scalar input
-  }
-  // Everything but the row loop's part, in order: X and v.
-  for (Operation &o : body->without_terminator()) {
-    if (&o == m.index || &o == m.cmp || &o == m.select || &o == m.accumulate)
-      continue;
-    if (auto idx = dyn_cast<linalg::IndexOp>(o)) {
-      map.map(idx.getResult(), ivs[idx.getDim()]);
-      continue;
+  // The inputs indexed by the row (a gather's table) are read, and what
+  // depends on them computed, once the row is known (below).
+  auto loadInputs = [&](bool rowInputs) {
+    for (unsigned i = 0; i + 1 < maps.size(); ++i) {
+      Value in = op.getDpsInputOperand(i)->get();
+      BlockArgument arg = body->getArgument(i);
+      if (arg.use_empty() || maps[i].isFunctionOfDim(m.row) != rowInputs)
+        continue;
+      if (isa<MemRefType>(in.getType()))
+        map.map(arg, memref::LoadOp::create(rw, loc, in,
+                                            apply(rw, loc, maps[i], ivs)));
+      else
+        map.map(arg, in); // a scalar input
     }
-    rw.clone(o, map);
-  }
+  };
+  auto cloneBody = [&](bool rowOps) {
+    for (Operation &o : body->without_terminator()) {
+      if (&o == m.index || &o == m.cmp || &o == m.select ||
+          &o == m.multiply || &o == m.accumulate)
+        continue;
+      bool readsRow = llvm::any_of(o.getResults(), [&](Value v) {
+        return dependsOnRow(v, body, m.row, maps);
+      });
+      if (readsRow != rowOps)
+        continue;
+      if (auto idx = dyn_cast<linalg::IndexOp>(o)) {
+        map.map(idx.getResult(), ivs[idx.getDim()]);
+        continue;
+      }
+      rw.clone(o, map);
+    }
+  };
+  // Everything but the row loop's part, in order: X (and a scatter's v).
+  loadInputs(/*rowInputs=*/false);
+  cloneBody(/*rowOps=*/false);
   Value x = map.lookupOrDefault(m.selected);
   Value rows = getValueOrCreateConstantIndexOp(rw, loc, ranges[m.row].size);
   Value inside = arith::AndIOp::create(
@@ -205,11 +262,14 @@ void rewrite(IRRewriter &rw, linalg::GenericOp op, OneHot m) {
   auto guard = scf::IfOp::create(rw, loc, inside, /*withElseRegion=*/false);
   rw.setInsertionPoint(guard.thenBlock()->getTerminator());
   ivs[m.row] = x;
+  loadInputs(/*rowInputs=*/true);
+  cloneBody(/*rowOps=*/true);
   Value outBuf = op.getDpsInitOperand(0)->get();
   SmallVector<Value> at = apply(rw, loc, maps.back(), ivs);
   Value old = memref::LoadOp::create(rw, loc, outBuf, at);
   map.map(body->getArguments().back(), old);
-  map.map(m.select.getResult(), map.lookupOrDefault(m.select.getTrueValue()));
+  map.map((m.multiply ? m.multiply->getResult(0) : m.select.getResult()),
+          map.lookupOrDefault(m.added));
   Value sum = rw.clone(*m.accumulate, map)->getResult(0);
   memref::StoreOp::create(rw, loc, sum, outBuf, at);
   rw.eraseOp(op);

@@ -12,9 +12,10 @@ None):
   gpt2_sdpa   HF GPT2LMHeadModel with the library's default attention
               (sdpa)
   gpt2_vocab95  gpt2_sdpa with a vocabulary of 95, which tp=2 does not
-              divide (GPT-2's real 50,257 does not either): par-import with
-              vocab_divisible_by=128 pads the tied table and head to 256
-              rows (128 x tp), vocabulary-parallel, the padded logits -inf
+              divide (GPT-2's real 50,257 does not either): par-import
+              (vocab_divisible_by=128, its default) pads the tied table and
+              head to 256 rows (128 x tp), vocabulary-parallel, the padded
+              logits -inf
   opt_lm      HF OPTForCausalLM (default attention: sdpa; positions from the
               attention mask's cumsum)
   bart        HF BartForConditionalGeneration (encoder-decoder; default

@@ -99,10 +99,14 @@ def OneHotToScatter : Pass<"par-one-hot-to-scatter", "ModuleOp"> {
     iterations. On buffers, this pass drops the loop r and adds `v` to the
     one row the comparison selects, if it is in range: batch x sequence x
     width iterations, the same additions in the same order (bit-identical
-    results). Matched: a generic on buffers with one output, a parallel
-    loop r read once by `arith.cmpi eq` against an r-free value, whose one
-    use is `select(cmp, v, 0)` added to the output and yielded, and no
-    input indexed by r. Runs before par-parallelize-loops.
+    results). Matched: a generic on buffers with one output, a loop r read
+    once by `arith.cmpi eq` against an r-free value, whose one use is
+    `select(cmp, v, 0)` (or `v * select(cmp, 1, 0)`) added to the output
+    and yielded; r parallel, the output indexed by it and no input (a
+    scatter), or r the one reduction, the output not indexed by it (a
+    gather: a split table's lookup after par-local-row-index, `v` read
+    from the table at the selected row). Runs before
+    par-parallelize-loops.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::affine::AffineDialect",

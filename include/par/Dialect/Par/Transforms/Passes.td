@@ -25,6 +25,30 @@ def SplitConstants : Pass<"par-split-constants", "ModuleOp"> {
   ];
 }
 
+def LocalRowIndex : Pass<"par-local-row-index", "ModuleOp"> {
+  let summary = "Compares a split table's rows by their local index";
+  let description = [{
+    After partitioning. A vocabulary-parallel lookup (and its gradient)
+    compares each local row's global number, an input that is this device's
+    block of an iota (`par.all_slice` on dimension 0 of a generic yielding
+    `linalg.index 0`), with the token. The block holds the rows off,
+    off + 1, ... (off its first element), so `iota_shard[r] == X` is
+    `linalg.index r == X - off`: the comparison is rewritten so, off read
+    once before the generic, and the input is dropped. The generic is then
+    the one-hot form par-one-hot-to-scatter makes a gather (the lookup) or
+    a scatter (its gradient) of the one row, instead of a pass over every
+    local row for every token: V/tp x tokens x h operations a micro-batch
+    at GPT-2's vocabulary. Only an equality whose other side does not
+    depend on the row loop is rewritten.
+
+    ```mlir
+    %s = par.all_slice %iota on @mesh axes = ["tp"] dim = 0 : tensor<256xi64> -> tensor<128xi64>
+    // ins(%tok, %table, %s) ... %c = arith.cmpi eq, %s_r, %t : i64
+    // -> ins(%tok, %table) ... %c = arith.cmpi eq, linalg.index 3, index_cast(%t - %s[0])
+    ```
+  }];
+}
+
 def SinkReductions : Pass<"par-sink-reductions", "ModuleOp"> {
   let summary = "Lets partial values flow through linear ops";
   let description = [{
