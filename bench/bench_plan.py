@@ -8,7 +8,9 @@ For each row it generates the model with examples/gen_transformer.py (the
 MLIR only: nothing is allocated), then asks par-plan on the `a100` machine
 with the table's GPU count, tp, pp and global batch for
   * the paper's setting: --config "tp=.. pp=.. m=B/dp recompute=full
-    schedule=1f1b precision=f16" (micro-batch 1, no sequence parallelism);
+    schedule=1f1b precision=f16 grad-reduce=compute" (micro-batch 1, no
+    sequence parallelism; the data-parallel gradients all-reduced in fp16,
+    as Megatron does without --accumulate-allreduce-grads-in-fp32);
   * the best par-plan finds with tp and pp fixed (--tp --pp; any micro-batch,
     schedule, recomputation, sequence parallelism that fits).
 and prints predicted vs published TFLOP/s per GPU with the error per row,
@@ -75,7 +77,7 @@ def main():
              "-o", model])
         dp = gpus // (tp * pp)
         config = ("tp=%d pp=%d m=%d recompute=full schedule=1f1b "
-                  "precision=f16" % (tp, pp, batch // dp))
+                  "precision=f16 grad-reduce=compute" % (tp, pp, batch // dp))
         start = time.time()
         out = run([PLAN, model, "--machine", "a100", "--gpus", str(gpus),
                    "--global-batch", str(batch), "--config", config])

@@ -18,6 +18,8 @@ std::string Configuration::str() const {
      << " m=" << m << " zero=" << zero << " recompute=" << recompute
      << " sequence-parallel=" << (sequenceParallel ? "true" : "false")
      << " schedule=" << schedule << " precision=" << precision;
+  if (gradReduce != "f32")
+    os << " grad-reduce=" << gradReduce;
   return os.str();
 }
 
@@ -37,6 +39,8 @@ std::string Configuration::compileOptions() const {
     os << " recompute=" << recompute;
   if (sequenceParallel)
     os << " sequence-parallel=true";
+  if (gradReduce != "f32" && precision != "f32")
+    os << " grad-reduce=" << gradReduce;
   return os.str();
 }
 
@@ -108,10 +112,16 @@ bool mlir::par::planning::parseConfiguration(const std::string &text,
         return false;
       }
       config.precision = value.str();
+    } else if (key == "grad-reduce") {
+      if (value != "f32" && value != "compute") {
+        error = "grad-reduce=" + value.str() + ": expected f32 or compute";
+        return false;
+      }
+      config.gradReduce = value.str();
     } else {
       error = "unknown configuration key '" + key.str() +
               "' (keys: dp, tp, pp, v, m, zero, recompute, sequence-parallel, "
-              "schedule, precision)";
+              "schedule, precision, grad-reduce)";
       return false;
     }
   }

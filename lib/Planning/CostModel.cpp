@@ -231,9 +231,46 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
                                                      : 0;
   double tpR = c.recompute == "full" ? tpF : 0;
 
-  // Per chunk (stage) and micro-batch.
-  double f = (fwd + tpF) / chunks;
-  double bwd = (back + tpB + recomputeFwd + tpR) / chunks;
+  // Per chunk (stage) and micro-batch, on the busiest pipeline rank: the
+  // layers are spread (par-import pins the blocks, par's split balances
+  // them), but what lies outside them stays at the ends: the embedding on
+  // the first stage, the LM head and the loss on the last (Megatron's
+  // placement too). Its share is that of the GEMM FLOPs: all of them less
+  // `layers` times one layer's (the GEMMs from one attention softmax to
+  // the next; any rotation of a layer is one), the head's GEMM being what
+  // costs there (the loss's elementwise kernels priced as fused into it,
+  // as Megatron's vocabulary-parallel cross-entropy is). The backward and
+  // a recomputation split the same way.
+  double share = 1.0 / chunks;
+  if (stages > 1) {
+    const std::vector<KernelCost> &ks = model.kernels;
+    std::vector<size_t> softmaxes;
+    double gemm = 0;
+    for (size_t i = 0; i < ks.size(); ++i) {
+      if (ks[i].attentionCore && ks[i].name == "linalg.softmax")
+        softmaxes.push_back(i);
+      if (ks[i].gemm && ks[i].perSample)
+        gemm += ks[i].flops;
+    }
+    if (softmaxes.size() >= 2 && gemm > 0 &&
+        static_cast<int64_t>(softmaxes.size()) == model.layers) {
+      double layer = 0;
+      for (size_t i = softmaxes[softmaxes.size() - 2]; i < softmaxes.back();
+           ++i)
+        if (ks[i].gemm && ks[i].perSample)
+          layer += ks[i].flops;
+      double rho = std::clamp(
+          (gemm - static_cast<double>(model.layers) * layer) / gemm, 0.0,
+          1.0);
+      double perRank = static_cast<double>((model.layers + c.pp - 1) / c.pp);
+      share = std::max(
+          share, (perRank * (1 - rho) / static_cast<double>(model.layers) +
+                  rho) /
+                     static_cast<double>(c.v));
+    }
+  }
+  double f = fwd * share + tpF / chunks;
+  double bwd = (back + recomputeFwd) * share + (tpB + tpR) / chunks;
   Link ppLink = linkFor(machine, c.tp * c.dp, 2);
   double p2pBytes = model.hiddenBytes * b * scale;
   e.p2p = c.pp > 1 ? ppLink.latency + p2pBytes / ppLink.bandwidth : 0;
@@ -253,7 +290,9 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
       static_cast<double>(c.pp);
   const double dp = static_cast<double>(c.dp);
   Link dpLink = linkFor(machine, c.tp, c.dp);
-  double gradBytes = deviceParams * 4; // grad-reduce=f32 (par's default)
+  // grad-reduce=f32 (par's default), or the compute type's bytes.
+  double gradBytes =
+      deviceParams * (c.gradReduce == "compute" ? computeBytes : 4);
   e.dpTotal = collectiveSeconds("all_reduce", gradBytes, c.dp,
                                 dpLink.bandwidth, dpLink.latency);
   double window = bwd * static_cast<double>(c.v); // the last micro-batch

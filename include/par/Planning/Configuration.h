@@ -27,10 +27,15 @@ struct Configuration {
   bool sequenceParallel = false;
   std::string schedule = "1f1b"; // gpipe, 1f1b, interleaved, zbh1
   std::string precision = "bf16"; // compute type: bf16, f16, f32
+  /// The data-parallel gradient reduction's type: f32 (par's default) or
+  /// compute (the compute type: par-compile's grad-reduce=compute, what
+  /// Megatron does without --accumulate-allreduce-grads-in-fp32).
+  std::string gradReduce = "f32";
 
   int64_t devices() const { return dp * tp * pp; }
   /// "dp=2 tp=4 pp=1 v=1 m=4 zero=0 recompute=none sequence-parallel=false
-  /// schedule=1f1b precision=bf16" (what parseConfiguration reads).
+  /// schedule=1f1b precision=bf16" (what parseConfiguration reads), then
+  /// " grad-reduce=compute" when that is asked.
   std::string str() const;
   /// par-compile's --options for this configuration (the mesh itself is the
   /// model's: see meshLine).
