@@ -42,6 +42,8 @@
 
 #include "par/Codegen/CPU/Passes.h"
 
+#include "par/Dialect/Par/Analysis/LoopDependence.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -77,32 +79,11 @@ struct OneHot {
   Operation *accumulate = nullptr; // out + ...
 };
 
-/// True if `v`, defined in `body` or above it, depends on loop `row`:
-/// on linalg.index `row` or on an input whose indexing map reads it.
+/// True if `v` depends on loop `row` through linalg.index or an input
+/// indexed by it (the output, the accumulator, is not counted).
 bool dependsOnRow(Value v, Block *body, unsigned row,
                   ArrayRef<AffineMap> maps) {
-  SmallVector<Value> todo{v};
-  DenseSet<Value> seen;
-  while (!todo.empty()) {
-    Value x = todo.pop_back_val();
-    if (!seen.insert(x).second)
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(x)) {
-      if (arg.getOwner() == body && arg.getArgNumber() + 1 < maps.size() &&
-          maps[arg.getArgNumber()].isFunctionOfDim(row))
-        return true;
-      continue;
-    }
-    Operation *def = x.getDefiningOp();
-    if (def->getBlock() != body)
-      continue; // a value from above
-    if (auto idx = dyn_cast<linalg::IndexOp>(def))
-      if (idx.getDim() == row)
-        return true;
-    for (Value o : def->getOperands())
-      todo.push_back(o);
-  }
-  return false;
+  return readsLoop(v, body, row, maps.drop_back());
 }
 
 std::optional<OneHot> match(linalg::GenericOp op) {

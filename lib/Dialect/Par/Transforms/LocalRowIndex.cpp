@@ -20,6 +20,8 @@
 
 #include "par/Dialect/Par/Transforms/Passes.h"
 
+#include "par/Dialect/Par/Analysis/LoopDependence.h"
+
 #include "par/Dialect/Par/IR/ParDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -58,33 +60,6 @@ bool isIotaShard(Value v) {
     y = cast.getIn();
   auto index = y.getDefiningOp<linalg::IndexOp>();
   return index && index.getDim() == 0;
-}
-
-/// True if `v` (in `body` or above it) depends on loop `r`: on
-/// linalg.index r or on an argument whose indexing map reads r.
-bool readsLoop(Value v, Block *body, unsigned r,
-               ArrayRef<AffineMap> maps) {
-  SmallVector<Value> todo{v};
-  DenseSet<Value> seen;
-  while (!todo.empty()) {
-    Value x = todo.pop_back_val();
-    if (!seen.insert(x).second)
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(x)) {
-      if (arg.getOwner() == body && maps[arg.getArgNumber()].isFunctionOfDim(r))
-        return true;
-      continue;
-    }
-    Operation *def = x.getDefiningOp();
-    if (def->getBlock() != body)
-      continue; // from above
-    if (auto index = dyn_cast<linalg::IndexOp>(def))
-      if (index.getDim() == r)
-        return true;
-    for (Value o : def->getOperands())
-      todo.push_back(o);
-  }
-  return false;
 }
 
 /// Rewrites the comparisons of `op`'s iota-shard inputs; true if any.
