@@ -11,14 +11,18 @@
 //   vector      y = y * a + b over an L1-resident array: vector_flops;
 //   copy        memcpy of 64 MiB: memory_bandwidth (bytes read + written);
 //   collectives MPI_Allreduce over all ranks, 4 KiB .. 16 MiB: a least-squares
-//               fit of t = 2(P-1) alpha + 2(P-1)/P S / beta gives the link's
+//               fit (in relative error) of t = 2(P-1) alpha + 2(P-1)/P S / beta gives the link's
 //               latency per step and bandwidth (one node: node and network
 //               alike);
 //
-// each timed by the slowest rank, best of --reps. It is never fitted to the
+//   sharing   a 256 GEMM on rank 0 while the others wait in MPI against
+//               all at once: the processors the ranks share (node.processors,
+//               written when fewer than the ranks);
+//
+// each timed by the slowest rank, the median of --reps. It is never fitted to the
 // runs par-plan is validated against.
 //
-//   mpirun -n 8 build/bin/par-calibrate-cpu [--reps 3] [--threads 1] \
+//   mpirun -n 8 build/bin/par-calibrate-cpu [--reps 7] [--threads 1] \
 //       > share/par/machines/cpu-local.json
 //
 //===----------------------------------------------------------------------===//
@@ -47,22 +51,36 @@ double now() {
       .count();
 }
 
-/// Seconds per call of `fn` on every rank at once: `iters` calls between
-/// two barriers (so ranks that share a core are timed until the last one
-/// is done, as a training step is), the slowest rank, the best of `reps`.
-template <typename Fn> double timeAll(int reps, int iters, Fn fn) {
-  double best = 1e30;
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// Seconds per call of `fn` on every rank at once (or, with `alone`, on
+/// rank 0 while the others wait in MPI, as a pipeline's idle ranks do):
+/// `iters` calls between two barriers (so ranks that share a core are
+/// timed until the last one is done, as a training step is), the slowest
+/// rank, the median of `reps` (a training step's time is a median too:
+/// the best of a few reps caught this shared machine's bursts, 20% apart
+/// from one calibration to the next).
+template <typename Fn>
+double timeAll(int reps, int iters, Fn fn, bool alone = false) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::vector<double> times;
   for (int r = 0; r < reps; ++r) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = now();
-    for (int i = 0; i < iters; ++i)
-      fn();
+    if (!alone || rank == 0)
+      for (int i = 0; i < iters; ++i)
+        fn();
     MPI_Barrier(MPI_COMM_WORLD);
     double t = (now() - t0) / iters, slowest = 0;
     MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    best = std::min(best, slowest);
+    times.push_back(slowest);
   }
-  return best;
+  return median(times);
 }
 
 } // namespace
@@ -72,7 +90,7 @@ int main(int argc, char **argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int reps = 3, threads = 1;
+  int reps = 7, threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--reps"))
       reps = std::max(1, std::atoi(argv[i + 1]));
@@ -99,6 +117,23 @@ int main(int argc, char **argv) {
   double peak = 0;
   for (auto [f, rate] : gemm)
     peak = std::max(peak, rate);
+
+  // How the ranks share the processors: a mid-sized GEMM on one rank while
+  // the rest wait in MPI, against every rank at once. N ranks at rate r
+  // each, one alone at r1: they share N r / r1 processors' worth.
+  double sharedProcessors = size;
+  {
+    int n = 256;
+    std::vector<float> a(size_t(n) * n, 1.0f), b(a), c(a);
+    int iters = 16;
+    auto gemmN = [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                  a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    };
+    double all = timeAll(reps, iters, gemmN);
+    double one = timeAll(reps, iters, gemmN, /*alone=*/true);
+    sharedProcessors = size * one / all;
+  }
 
   // Vector FLOP/s.
   std::vector<float> y(4096, 1.0f);
@@ -131,13 +166,19 @@ int main(int argc, char **argv) {
     });
     ar.push_back({double(s), t});
   }
-  double mx = 0, my = 0;
-  for (auto [s, t] : ar)
-    mx += s, my += t;
-  mx /= ar.size(), my /= ar.size();
+  // Least squares in relative error (weights 1/t^2): unweighted, the 16
+  // MiB point set the line and the small sizes' latency fitted below zero.
+  double sw = 0, mx = 0, my = 0;
+  for (auto [s, t] : ar) {
+    double w = 1 / (t * t);
+    sw += w, mx += w * s, my += w * t;
+  }
+  mx /= sw, my /= sw;
   double sxx = 0, sxy = 0;
-  for (auto [s, t] : ar)
-    sxx += (s - mx) * (s - mx), sxy += (s - mx) * (t - my);
+  for (auto [s, t] : ar) {
+    double w = 1 / (t * t);
+    sxx += w * (s - mx) * (s - mx), sxy += w * (s - mx) * (t - my);
+  }
   double slope = sxx > 0 ? sxy / sxx : 1e-9;
   double intercept = std::max(0.0, my - slope * mx);
   double p = size;
@@ -173,9 +214,14 @@ int main(int argc, char **argv) {
       printf("%s[%.4g, %.4g]", i ? ", " : "", gemm[i].first,
              std::min(1.0, gemm[i].second / peak));
     printf("]\n  },\n");
-    printf("  \"node\": {\"devices\": %d, \"link_bandwidth\": %.4g, "
-           "\"link_latency_s\": %.4g},\n",
-           size, link, latency);
+    // The ranks share the processors (measured above): the rates are each
+    // rank's with all busy; par-plan speeds a rank up while others wait.
+    // Omitted when every rank has its own.
+    printf("  \"node\": {\"devices\": %d, ", size);
+    if (sharedProcessors < 0.9 * size)
+      printf("\"processors\": %.3g, ", sharedProcessors);
+    printf("\"link_bandwidth\": %.4g, \"link_latency_s\": %.4g},\n", link,
+           latency);
     printf("  \"network\": {\"bandwidth\": %.4g, \"latency_s\": %.4g, "
            "\"collective\": \"ring\"},\n",
            link, latency);

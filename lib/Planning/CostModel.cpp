@@ -53,10 +53,115 @@ struct Pipeline {
   int inFlight = 1;
 };
 
+/// The timetable's makespan when the ranks share processors
+/// (Machine::sharedProcessors: cpu-local's 8 ranks on 2 cores). Each
+/// action needs its cost in seconds at the rates measured with every rank
+/// of the node busy (P/N of a processor each); while k ranks compute, each
+/// gets min(1, P/k), so a rank runs faster while others wait (their MPI
+/// waits yield the processor). Every pipeline rank stands for its
+/// `group` (dp x tp) ranks, which run the same actions. The actions run
+/// in the timetable's per-rank orders with its dependencies (the stage
+/// before's forward, the stage after's backward, `comm` across ranks);
+/// returns -1 if they cannot proceed (not for a valid timetable).
+double sharedMakespan(const pl::Timetable &table, double processors,
+                      double nodeRanks, double group) {
+  const pl::PipelineShape &shape = table.shape;
+  const pl::Costs &k = table.costs;
+  const int p = shape.p, S = shape.numStages();
+  auto at = [&](int mb, int s) { return static_cast<size_t>(mb) * S + s; };
+  std::vector<double> endF(static_cast<size_t>(shape.m) * S, -1), endG(endF);
+  auto hop = [&](int from, int to) {
+    return shape.rankOf(from) == shape.rankOf(to) ? 0.0 : k.comm;
+  };
+  auto readyAt = [&](const pl::Action &a) -> double {
+    size_t i = at(a.mb, a.stage);
+    switch (a.op) {
+    case pl::Op::F:
+      if (a.stage == 0)
+        return 0;
+      return endF[at(a.mb, a.stage - 1)] < 0
+                 ? -1
+                 : endF[at(a.mb, a.stage - 1)] + hop(a.stage - 1, a.stage);
+    case pl::Op::B:
+    case pl::Op::BI: {
+      if (endF[i] < 0)
+        return -1;
+      if (a.stage == S - 1)
+        return endF[i];
+      double g = endG[at(a.mb, a.stage + 1)];
+      return g < 0 ? -1 : std::max(endF[i], g + hop(a.stage + 1, a.stage));
+    }
+    case pl::Op::BW:
+      return endG[i];
+    default:
+      return -1;
+    }
+  };
+  auto cost = [&](pl::Op op) {
+    return op == pl::Op::F    ? k.f
+           : op == pl::Op::B  ? k.b
+           : op == pl::Op::BI ? k.bi
+                              : k.bw;
+  };
+  std::vector<size_t> pos(p, 0);
+  std::vector<double> left(p, -1); // work left of the running action
+  double now = 0;
+  const double measured = processors / nodeRanks;
+  for (;;) {
+    bool done = true;
+    double nextReady = INFINITY;
+    for (int r = 0; r < p; ++r) {
+      const auto &order = table.ranks[r];
+      if (pos[r] >= order.size())
+        continue;
+      done = false;
+      if (left[r] >= 0)
+        continue;
+      double ready = readyAt(order[pos[r]].action);
+      if (ready >= 0 && ready <= now)
+        left[r] = cost(order[pos[r]].action.op);
+      else if (ready > now)
+        nextReady = std::min(nextReady, ready);
+    }
+    if (done)
+      return now;
+    int busy = 0;
+    for (int r = 0; r < p; ++r)
+      busy += left[r] >= 0;
+    if (busy == 0) {
+      if (!std::isfinite(nextReady))
+        return -1;
+      now = nextReady;
+      continue;
+    }
+    double speed =
+        std::min(1.0, processors / (busy * group)) / measured;
+    double step = nextReady - now;
+    for (int r = 0; r < p; ++r)
+      if (left[r] >= 0)
+        step = std::min(step, left[r] / speed);
+    now += step;
+    for (int r = 0; r < p; ++r) {
+      if (left[r] < 0)
+        continue;
+      left[r] -= step * speed;
+      if (left[r] > 1e-12 * std::max(1.0, cost(pl::Op::B)))
+        continue;
+      const pl::Action &a = table.ranks[r][pos[r]].action;
+      if (a.op == pl::Op::F)
+        endF[at(a.mb, a.stage)] = now;
+      else if (a.op != pl::Op::BW)
+        endG[at(a.mb, a.stage)] = now;
+      left[r] = -1;
+      ++pos[r];
+    }
+  }
+}
+
 /// The pipeline's makespan for chunk costs f, b and transfer `comm`, from
 /// par's timetable (or, beyond kMaxSimulatedActions, the closed forms).
-Pipeline pipelineTime(const Configuration &c, double f, double b,
-                      double comm) {
+Pipeline pipelineTime(const Configuration &c, const Machine &machine,
+                      double f, double b, double bi, double bw, double comm) {
   Pipeline out;
   if (c.pp == 1) {
     out.makespan = static_cast<double>(c.m) * (f + b);
@@ -69,8 +174,8 @@ Pipeline pipelineTime(const Configuration &c, double f, double b,
   sc.shape.v = static_cast<int>(c.v);
   sc.costs.f = f;
   sc.costs.b = b;
-  sc.costs.bi = b / 2;
-  sc.costs.bw = b / 2;
+  sc.costs.bi = bi;
+  sc.costs.bw = bw;
   sc.costs.comm = comm;
   double actions = 2.0 * c.m * c.pp * c.v;
   std::string error;
@@ -79,6 +184,13 @@ Pipeline pipelineTime(const Configuration &c, double f, double b,
       pl::buildTimetable(sc, table, error)) {
     pl::Metrics metrics = pl::computeMetrics(table);
     out.makespan = metrics.makespan;
+    if (machine.sharedProcessors > 0 && c.devices() <= machine.devicesPerNode) {
+      double shared = sharedMakespan(table, machine.sharedProcessors,
+                                     machine.devicesPerNode,
+                                     static_cast<double>(c.dp * c.tp));
+      if (shared > 0)
+        out.makespan = shared;
+    }
     out.inFlight = metrics.peakActivations.empty()
                        ? 1
                        : *std::max_element(metrics.peakActivations.begin(),
@@ -89,13 +201,14 @@ Pipeline pipelineTime(const Configuration &c, double f, double b,
   // bubble, transfers on the fill and drain.
   double p = static_cast<double>(c.pp), m = static_cast<double>(c.m),
          v = static_cast<double>(c.v);
-  double ideal = m * v * (f + b);
+  bool split = c.schedule == "zbh1";
+  double ideal = m * v * (f + (split ? bi + bw : b));
   double bubble = (p - 1) * (f + b);
   int inFlight = static_cast<int>(c.pp);
   if (c.schedule == "gpipe")
     inFlight = static_cast<int>(c.m);
-  else if (c.schedule == "zbh1")
-    bubble = (p - 1) * (f + b) / 3;
+  else if (split)
+    bubble = (p - 1) * (f + bi - bw);
   else if (c.schedule == "interleaved")
     inFlight = static_cast<int>(c.pp * c.v + c.pp - 1);
   out.makespan = ideal + bubble + 2 * (p - 1) * comm;
@@ -269,19 +382,46 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
                      static_cast<double>(c.v));
     }
   }
+  // par's pipeline (docs/RationalePipeline.md, par-run --pipeline): a
+  // forward stashes only its stage's input, so every backward action first
+  // recomputes the stage's forward (a stage-sized full recomputation;
+  // recompute=full or selective then recompute again inside it). ZB-H1's
+  // halves are two such actions: BI (the input gradient: half the
+  // backward, its GEMMs being dX = dY W^T against B's dX and dW) and BW
+  // (the weight gradients, which need dY carried back through the whole
+  // stage: the backward, priced whole).
+  const bool pipelined = c.pp > 1;
+  const bool zb = pipelined && c.schedule == "zbh1";
+  const double stageFwd = pipelined ? fwd : 0, stageTpF = pipelined ? tpF : 0;
+  auto backwardAction = [&](double part) {
+    return (stageFwd + recomputeFwd + part * back) * share +
+           (stageTpF + tpR + part * tpB) / chunks;
+  };
   double f = fwd * share + tpF / chunks;
-  double bwd = (back + recomputeFwd) * share + (tpB + tpR) / chunks;
+  double bwd = backwardAction(1);
+  double bi = zb ? backwardAction(0.5) : bwd / 2;
+  double bw = zb ? backwardAction(1) : bwd / 2;
   Link ppLink = linkFor(machine, c.tp * c.dp, 2);
   double p2pBytes = model.hiddenBytes * b * scale;
   e.p2p = c.pp > 1 ? ppLink.latency + p2pBytes / ppLink.bandwidth : 0;
-  Pipeline pipe = pipelineTime(c, f, bwd, e.p2p);
+  Pipeline pipe = pipelineTime(c, machine, f, bwd, bi, bw, e.p2p);
   double mv = static_cast<double>(c.m * c.v);
+  // Per micro-batch and chunk: one backward action, or ZB-H1's two (BI's
+  // half of the backward done again in BW).
+  double actions = zb ? 2 : 1;
   e.forward = mv * fwd / chunks;
   e.backward = mv * back / chunks;
-  e.recompute = mv * recomputeFwd / chunks;
-  e.tpComm = mv * (tpF + tpB + tpR) / chunks;
+  e.recompute = mv *
+                (actions * (stageFwd + recomputeFwd) + (zb ? back / 2 : 0)) /
+                chunks;
+  e.tpComm = mv *
+             (tpF + tpB + actions * (stageTpF + tpR) + (zb ? tpB / 2 : 0)) /
+             chunks;
   double busy = e.forward + e.backward + e.recompute + e.tpComm;
-  e.bubble = std::max(0.0, pipe.makespan - busy);
+  // Negative only where ranks share processors: the waiting ranks' share
+  // went to the busy ones.
+  e.bubble = machine.sharedProcessors > 0 ? pipe.makespan - busy
+                                          : std::max(0.0, pipe.makespan - busy);
   e.inFlight = pipe.inFlight;
 
   // Parameters on this device, their gradient reduction and update.
@@ -295,14 +435,18 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
       deviceParams * (c.gradReduce == "compute" ? computeBytes : 4);
   e.dpTotal = collectiveSeconds("all_reduce", gradBytes, c.dp,
                                 dpLink.bandwidth, dpLink.latency);
-  double window = bwd * static_cast<double>(c.v); // the last micro-batch
+  // Unpipelined, the buckets start during the backward and the last
+  // micro-batch's hides them; a pipelined stage's update reduces its
+  // gradient sums after the last action (par-run --pipeline): exposed.
+  double window = pipelined ? 0 : bwd * static_cast<double>(c.v);
   double lastBucket = collectiveSeconds(
       "all_reduce", std::min(gradBytes, kBucketBytes), c.dp, dpLink.bandwidth,
       dpLink.latency);
-  e.dpExposed = e.dpTotal > 0
-                    ? std::max(0.0, e.dpTotal - window) +
-                          std::min(e.dpTotal, lastBucket)
-                    : 0;
+  e.dpExposed = e.dpTotal > 0 ? (pipelined ? e.dpTotal
+                                           : std::max(0.0, e.dpTotal - window) +
+                                                 std::min(e.dpTotal,
+                                                          lastBucket))
+                              : 0;
   if (c.zero == 3 && c.dp > 1) {
     double gather = collectiveSeconds("all_gather", deviceParams * computeBytes,
                                       c.dp, dpLink.bandwidth, dpLink.latency);
@@ -331,12 +475,18 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   if (c.recompute == "selective")
     actChunk = (act - coreAct) / chunks;
   double working = 0;
+  double hidden =
+      model.hiddenBytes * b * scale / (c.sequenceParallel ? t : 1.0);
   if (c.recompute == "full") {
     double layersPerChunk = static_cast<double>(model.layers) / chunks;
-    double hidden = model.hiddenBytes * b * scale /
-                    (c.sequenceParallel ? t : 1.0);
     actChunk = layersPerChunk * hidden;
     working = act / static_cast<double>(model.layers);
+  }
+  if (pipelined) {
+    // Only stage inputs wait between a forward and its backward; the
+    // backward action holds one micro-batch's saved results while it runs.
+    working += actChunk;
+    actChunk = hidden;
   }
   e.activations = actChunk * e.inFlight + working;
   // The state (weights and optimizer state): a CPU program updates it in
@@ -364,10 +514,15 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
       coreGemm += k.flops;
   double batch = static_cast<double>(globalBatch);
   e.modelFlops = 3 * gemm * batch;
-  e.hardwareFlops = e.modelFlops + (c.recompute == "full" ? gemm * batch
-                                    : c.recompute == "selective"
-                                        ? coreGemm * batch
-                                        : 0);
+  // Recomputed per backward action (ZB-H1: two actions, BW redoing BI's
+  // input-gradient GEMMs, half the backward's: 1 forward's GEMMs).
+  double recomputedGemm = c.recompute == "full"        ? gemm
+                          : c.recompute == "selective" ? coreGemm
+                                                       : 0;
+  e.hardwareFlops =
+      e.modelFlops +
+      batch * (actions * ((pipelined ? gemm : 0) + recomputedGemm) +
+               (zb ? gemm : 0));
   double devices = static_cast<double>(c.devices());
   e.tflopsPerDevice = e.hardwareFlops / (e.step * devices) / 1e12;
   e.mfu = e.modelFlops / (e.step * devices * peak);

@@ -152,6 +152,12 @@ bool mlir::par::planning::parseMachine(const std::string &text,
       !r.number(*node, "node.", "link_latency_s", m.node.latency))
     return fail();
   m.devicesPerNode = std::max(1, static_cast<int>(devices));
+  if (!r.number(*node, "node.", "processors", m.sharedProcessors,
+                /*optional=*/true))
+    return fail();
+  if (m.sharedProcessors < 0 ||
+      (m.sharedProcessors > 0 && m.sharedProcessors >= m.devicesPerNode))
+    m.sharedProcessors = 0; // as many processors as devices: none shared
 
   const json::Object *net = r.object(*root, "network");
   if (!net)

@@ -66,10 +66,21 @@ void mlir::par::planning::printBreakdown(llvm::raw_ostream &os,
   os << "step by phase (busiest pipeline rank):\n";
   row("forward", e.forward);
   row("backward", e.backward);
-  row("recompute", e.recompute);
+  const bool pipelined = e.config.pp > 1;
+  row("recompute", e.recompute,
+      !pipelined ? ""
+      : e.config.schedule == "zbh1"
+          ? "  (BI and BW each redo the stage's forward; BW redoes BI's half)"
+          : "  (every backward redoes its stage's forward)");
   row("tensor-parallel comm", e.tpComm);
-  row("pipeline bubble", e.bubble, "  (stage transfers included)");
-  row("data-parallel comm", e.dpExposed, "  (not hidden by the backward)");
+  row("pipeline bubble", e.bubble,
+      machine.sharedProcessors > 0 && pipelined
+          ? "  (stage transfers included; ranks share processors: a rank "
+            "runs faster while others wait)"
+          : "  (stage transfers included)");
+  row("data-parallel comm", e.dpExposed,
+      pipelined ? "  (after the last backward: the stages' updates)"
+                : "  (not hidden by the backward)");
   row("zero-3 gathers", e.zeroGather);
   row("optimizer", e.optimizer);
   row("step", e.step);

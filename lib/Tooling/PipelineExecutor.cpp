@@ -15,12 +15,14 @@
 // swapping buffers. What
 // crosses to the host each step: the data arguments (in, per call), the
 // last stage's loss (out, per micro-batch), loss scaling's scale and
-// finite flag (one element each), and the parameter gradients of each
-// backward (out, per micro-batch), which the host sums over the
-// micro-batches as before (the programs have no kernel that adds two
-// buffers; the sums go back in once per step, before the update). The
-// trained parameters and state come out once, after training, for
-// sampling and the error norm.
+// finite flag (one element each), and, for a GPU program only, the
+// parameter gradients of each backward (out, per micro-batch), which the
+// host sums over the micro-batches (the programs have no kernel that adds
+// two buffers; the sums go back in once per step, before the update). A
+// CPU program's gradients are summed where they are, straight into the
+// buffers the update reads (the first backward of a step copies, the
+// others add). The trained parameters and state come out once, after
+// training, for sampling and the error norm.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,11 +77,14 @@ struct StageProgram {
   /// Parameter buffers by the split function's argument index.
   std::map<int64_t, SessionBuffer> params;
   /// The update's state arguments (after params and grads), and the sums
-  /// of the gradients over the micro-batches (on the host, and where the
-  /// update reads them).
+  /// of the gradients over the micro-batches: where the update reads them
+  /// (gradSumBuf) and, for a GPU program, on the host (gradSum), where
+  /// they are added up. `summed`: this step's first backward has written
+  /// them (it copies; the next ones add).
   std::vector<SessionBuffer> state;
   std::vector<Buffer> gradSum;
   std::vector<SessionBuffer> gradSumBuf;
+  bool summed = false;
   /// The update's results; after a call the parameters' and state's swap
   /// with the kept buffers. Empty for a donated result, which the update
   /// writes into its argument's buffer (par-donate-buffers).
@@ -151,6 +156,9 @@ private:
                  int64_t step, int64_t mb);
   void accumulate(StageProgram &st, const Function &fn,
                   const std::vector<SessionBuffer> &outs);
+  /// A GPU program: its session buffers are device memory.
+  bool onDevice() const { return sharded.target() != "cpu"; }
+  char *gradSumData(StageProgram &st, size_t j) const;
   // The PipelineBuffers backend (PipelineMemory.h): the retention rules
   // call these.
   friend class PipelineBuffers<PipelineRun>;
@@ -437,7 +445,8 @@ void PipelineRun::initStage(int64_t s) {
         PAR_INPUT, i,
         u.scatter(PAR_INPUT, i, generateGlobal(u.inputs[i], plan.seed, 0))));
   for (size_t j = 0; j < P; ++j) {
-    st.gradSum.push_back(zeroBuffer(u.inputs[P + j].localBytes()));
+    if (onDevice())
+      st.gradSum.push_back(zeroBuffer(u.inputs[P + j].localBytes()));
     st.gradSumBuf.push_back(u.buffer(PAR_INPUT, P + j));
   }
   for (size_t k = 0; k < u.outputs.size(); ++k)
@@ -571,23 +580,54 @@ CallArgs PipelineRun::stageArgs(int64_t s, int64_t step, int64_t mb,
   return args;
 }
 
-/// sum[i] += x[i] for `count` elements of `dtype`, on the host.
+/// sum[i] += x[i] for `count` elements of `dtype`, in host memory (f32
+/// and f64 by a loop the compiler vectorises; the rest by element).
 static void addInto(par_dtype_t dtype, char *sum, const char *x,
                     int64_t count) {
+  auto add = [&](auto zero) {
+    using T = decltype(zero);
+    T *s = reinterpret_cast<T *>(sum);
+    const T *v = reinterpret_cast<const T *>(x);
+    for (int64_t i = 0; i < count; ++i)
+      s[i] += v[i];
+  };
+  if (dtype == PAR_F32)
+    return add(0.0f);
+  if (dtype == PAR_F64)
+    return add(0.0);
   for (int64_t i = 0; i < count; ++i)
     par_dtype_store(dtype, sum, i,
                     par_dtype_load(dtype, sum, i) + par_dtype_load(dtype, x, i));
 }
 
-/// Adds the parameter gradients (results 1..P of `fn`) to the sums, on the
-/// host (a round trip per backward: see the file comment).
+/// Stage `st`'s sum of parameter j's gradients where the host adds them:
+/// the update's own buffer for a CPU program, a host copy for a GPU one.
+char *PipelineRun::gradSumData(StageProgram &st, size_t j) const {
+  return onDevice() ? st.gradSum[j].data()
+                    : static_cast<char *>(st.gradSumBuf[j].data());
+}
+
+/// Adds the parameter gradients (results 1..P of `fn`) to the sums: in
+/// place for a CPU program, through the host for a GPU one (a round trip
+/// per backward: see the file comment). The step's first backward copies.
 void PipelineRun::accumulate(StageProgram &st, const Function &fn,
                              const std::vector<SessionBuffer> &outs) {
   for (size_t j = 0; j < st.paramArgs.size(); ++j) {
     const Tensor &t = fn.outputs[1 + j];
-    Buffer g = outs[1 + j].download();
-    addInto(t.dtype, st.gradSum[j].data(), g.data(), t.localCount);
+    Buffer host;
+    const char *g;
+    if (onDevice()) {
+      host = outs[1 + j].download();
+      g = host.data();
+    } else {
+      g = static_cast<const char *>(outs[1 + j].data());
+    }
+    if (st.summed)
+      addInto(t.dtype, gradSumData(st, j), g, t.localCount);
+    else
+      std::memcpy(gradSumData(st, j), g, t.localBytes());
   }
+  st.summed = true;
 }
 
 /// Stage a.stage's function `c` on x (the stage input; none for stage 0)
@@ -678,14 +718,14 @@ void PipelineRun::sumTiedGradients() {
     Buffer mine = zeroBuffer(bytes), total = zeroBuffer(bytes);
     for (auto [s, j] : us)
       if (shape.rankOf(s) == me)
-        addInto(g0.dtype, mine.data(), stages[s].gradSum[j].data(),
+        addInto(g0.dtype, mine.data(), gradSumData(stages[s], j),
                 g0.localCount);
     par_rt_k_all_reduce((int64_t)(intptr_t)mine.data(),
                         (int64_t)(intptr_t)total.data(), g0.localCount,
                         g0.dtype, PAR_SUM, axesCode);
     for (auto [s, j] : us)
       if (shape.rankOf(s) == me)
-        std::memcpy(stages[s].gradSum[j].data(), total.data(), bytes);
+        std::memcpy(gradSumData(stages[s], j), total.data(), bytes);
   }
 }
 
@@ -695,15 +735,21 @@ void PipelineRun::runUpdates() {
   for (int64_t s = me; s < S; s += pipe.p) {
     StageProgram &st = stages[s];
     size_t P = st.paramArgs.size();
-    // The gradient sums go in (one upload per step and parameter).
+    // The gradient sums go in (for a GPU program, one upload per step and
+    // parameter).
     std::vector<const SessionBuffer *> args;
     for (int64_t orig : st.update.stageArgs)
       args.push_back(&st.params[orig]);
     for (size_t j = 0; j < P; ++j) {
-      st.gradSumBuf[j].upload(st.gradSum[j].data(),
-                              st.update.inputs[P + j].localBytes());
+      if (!st.summed)
+        std::memset(gradSumData(st, j), 0,
+                    st.update.inputs[P + j].localBytes());
+      if (onDevice())
+        st.gradSumBuf[j].upload(st.gradSum[j].data(),
+                                st.update.inputs[P + j].localBytes());
       args.push_back(&st.gradSumBuf[j]);
     }
+    st.summed = false;
     for (const SessionBuffer &x : st.state)
       args.push_back(&x);
     std::vector<SessionBuffer *> outs;
@@ -722,7 +768,6 @@ void PipelineRun::runUpdates() {
     for (size_t j = 0; j < P; ++j) {
       if (outs[j] != &st.params[st.update.stageArgs[j]])
         std::swap(st.params[st.update.stageArgs[j]], st.updateOut[j]);
-      std::fill(st.gradSum[j].begin(), st.gradSum[j].end(), 0);
     }
     for (size_t k = 0; k < st.state.size(); ++k)
       if (outs[P + k] != &st.state[k])

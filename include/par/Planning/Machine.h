@@ -49,6 +49,11 @@ struct Machine {
   std::vector<std::string> sources;
   DeviceSpec device;
   int devicesPerNode = 1;
+  /// Processors the node's devices share (0: each device is its own, as a
+  /// GPU is). cpu-local's 8 ranks share 2 cores: its device rates are
+  /// measured with every rank busy, so a rank runs faster while others
+  /// wait (CostModel.cpp's pipeline simulation).
+  double sharedProcessors = 0;
   LinkSpec node;    // inside a node
   LinkSpec network; // between nodes
   std::string collectiveAlgorithm = "ring";
