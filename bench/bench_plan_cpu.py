@@ -50,6 +50,68 @@ def run(cmd):
     return r.stdout
 
 
+def calibrate(tmp, i):
+    """par-calibrate-cpu, a micro-benchmark (GEMM, vector loop, memcpy,
+    MPI_Allreduce, the ranks' sharing of the cores) taken right before
+    a row's run and never fitted to it: these machines differ from one
+    session to the next (OpenBLAS picks its kernels by the CPU it
+    finds) and their speed drifts within one by 20% (other tenants),
+    so a calibration taken minutes earlier would price another
+    machine."""
+    path = os.path.join(tmp, "cpu-local%d.json" % i)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = subprocess.run(["mpirun", "--oversubscribe", "-n", "8",
+                        os.path.join(BIN, "par-calibrate-cpu")],
+                       stdout=subprocess.PIPE, text=True, env=env,
+                       check=True)
+    open(path, "w").write(r.stdout)
+    return path
+
+
+def measure(tmp, args, config, machine, tag):
+    """Prices `config` ("dp=.. tp=.. pp=.. m=.. ...") with par-plan on
+    `machine`, compiles the GPT of `args` for its mesh with the options
+    par-plan prints and trains it for args.steps steps on 8 ranks. Returns
+    the predicted and measured step (the median of the per-step times after
+    the first two, and the best) and memory."""
+    dp, tp, pp, m = (int(re.search(r"\b%s=(\d+)" % k, config).group(1))
+                     for k in ("dp", "tp", "pp", "m"))
+    # par's model holds one micro-batch (over all dp ranks):
+    # micro-batches=m makes a step of m of them, the global batch.
+    model = os.path.join(tmp, "gpt_dp%d_tp%d_pp%d_b%d.mlir" % (
+        dp, tp, pp, args.batch // m))
+    if not os.path.exists(model):
+        run([sys.executable, GEN, "--gpt", "--layers", str(args.layers),
+             "--batch", str(args.batch // m), "--seq", str(args.seq),
+             "--dmodel", str(args.dmodel), "--heads", str(args.heads),
+             "--vocab", str(args.vocab), "--dp", str(dp), "--tp", str(tp),
+             "--pp", str(pp), "-o", model])
+    plan = run([os.path.join(BIN, "par-plan"), model, "--machine", machine,
+                "--gpus", "8", "--global-batch", str(args.batch), "--config",
+                config])
+    got = re.search(r"predicted: step ([0-9.e+-]+) s, .* memory "
+                    r"([0-9.e+-]+) GiB", plan)
+    options = re.search(r'--options="([^"]*)"', plan).group(1)
+    art = os.path.join(tmp, "art" + tag)
+    run([os.path.join(BIN, "par-compile"), model, "-o", art,
+         "--no-reference", "--options=" + options + " lr=0.001"])
+    csv = os.path.join(tmp, "loss%s.csv" % tag)
+    # pp > 1: the pipelined program (without --pipeline par-run trains the
+    # artifact's unpipelined step, every pp rank alike).
+    out = run([os.path.join(BIN, "par-run"), "-n", "8", art, "--data",
+               CORPUS, "--steps", str(args.steps), "--loss-csv", csv] +
+              (["--pipeline"] if pp > 1 else []))
+    seconds = [float(l.split(",")[2]) for l in open(csv).readlines()[1:]]
+    steps = [b - a for a, b in zip(seconds, seconds[1:])][1:]
+    mm = re.search(r"measured peak ([0-9.]+) MiB", out)
+    return {"predicted": float(got.group(1)),
+            "predicted_mib": float(got.group(2)) * 1024,
+            "measured": statistics.median(steps), "best": min(steps),
+            "measured_mib": float(mm.group(1)) if mm else float("nan"),
+            "options": options}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", type=int, default=4)
@@ -67,23 +129,6 @@ def main():
                     "comma-separated)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench_plan_cpu.")
-    def calibrate(i):
-        """par-calibrate-cpu, a micro-benchmark (GEMM, vector loop, memcpy,
-        MPI_Allreduce, the ranks' sharing of the cores) taken right before
-        a row's run and never fitted to it: these machines differ from one
-        session to the next (OpenBLAS picks its kernels by the CPU it
-        finds) and their speed drifts within one by 20% (other tenants),
-        so a calibration taken minutes earlier would price another
-        machine."""
-        path = os.path.join(tmp, "cpu-local%d.json" % i)
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        r = subprocess.run(["mpirun", "--oversubscribe", "-n", "8",
-                            os.path.join(BIN, "par-calibrate-cpu")],
-                           stdout=subprocess.PIPE, text=True, env=env,
-                           check=True)
-        open(path, "w").write(r.stdout)
-        return path
     print("GPT L=%d d=%d heads=%d S=%d global batch %d V=%d, 8 ranks, "
           "cpu-local" % (
         args.layers, args.dmodel, args.heads, args.seq, args.batch,
@@ -98,41 +143,11 @@ def main():
             break
         if args.rows and str(i) not in args.rows.split(","):
             continue
-        # par's model holds one micro-batch (over all dp ranks):
-        # micro-batches=m makes a step of m of them, the global batch.
-        m = int(re.search(r"m=(\d+)", rest).group(1))
-        model = os.path.join(tmp, "gpt_dp%d_tp%d_pp%d_b%d.mlir" % (
-            dp, tp, pp, args.batch // m))
-        if not os.path.exists(model):
-            run([sys.executable, GEN, "--gpt", "--layers", str(args.layers),
-                 "--batch", str(args.batch // m), "--seq", str(args.seq),
-                 "--dmodel", str(args.dmodel), "--heads", str(args.heads),
-                 "--vocab", str(args.vocab), "--dp", str(dp), "--tp", str(tp),
-                 "--pp", str(pp), "-o", model])
         config = "dp=%d tp=%d pp=%d %s" % (dp, tp, pp, rest)
-        machine = args.machine or calibrate(i)
-        plan = run([os.path.join(BIN, "par-plan"), model, "--machine",
-                    machine, "--gpus", "8", "--global-batch",
-                    str(args.batch), "--config", config])
-        m = re.search(r"predicted: step ([0-9.e+-]+) s, .* memory "
-                      r"([0-9.e+-]+) GiB", plan)
-        predicted, pmem = float(m.group(1)), float(m.group(2)) * 1024
-        options = re.search(r'--options="([^"]*)"', plan).group(1)
-        art = os.path.join(tmp, "art%d" % i)
-        run([os.path.join(BIN, "par-compile"), model, "-o", art,
-             "--no-reference", "--options=" + options + " lr=0.001"])
-        csv = os.path.join(tmp, "loss%d.csv" % i)
-        # pp > 1: the pipelined program (without --pipeline par-run
-        # trains the artifact's unpipelined step, every pp rank alike).
-        out = run([os.path.join(BIN, "par-run"), "-n", "8", art, "--data",
-                   CORPUS, "--steps", str(args.steps), "--loss-csv", csv] +
-                  (["--pipeline"] if pp > 1 else []))
-        seconds = [float(l.split(",")[2]) for l in open(csv).readlines()[1:]]
-        steps = [b - a for a, b in zip(seconds, seconds[1:])][1:]
-        measured = statistics.median(steps)
-        mm = re.search(r"measured peak ([0-9.]+) MiB", out)
-        mmem = float(mm.group(1)) if mm else float("nan")
-        best = min(steps)
+        machine = args.machine or calibrate(tmp, i)
+        r = measure(tmp, args, config, machine, "%d" % i)
+        predicted, measured, best = r["predicted"], r["measured"], r["best"]
+        pmem, mmem = r["predicted_mib"], r["measured_mib"]
         err = (predicted - measured) / measured
         errb = (predicted - best) / best
         errors.append(abs(err))

@@ -18,6 +18,9 @@
 //   sharing   a 256 GEMM on rank 0 while the others wait in MPI against
 //               all at once: the processors the ranks share (node.processors,
 //               written when fewer than the ranks);
+//   stretch   128 GEMMs with a 4-byte all-reduce after every 4 against
+//               without: the slowest rank's lag between collectives
+//               (node.sync_stretch);
 //
 // each timed by the slowest rank, the median of --reps. It is never fitted to the
 // runs par-plan is validated against.
@@ -36,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <unistd.h>
 #include <utility>
@@ -64,23 +68,40 @@ double median(std::vector<double> v) {
 /// rank, the median of `reps` (a training step's time is a median too:
 /// the best of a few reps caught this shared machine's bursts, 20% apart
 /// from one calibration to the next).
-template <typename Fn>
-double timeAll(int reps, int iters, Fn fn, bool alone = false) {
+template <typename Fn> double timeOnce(int iters, Fn fn, bool alone) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = now();
+  if (!alone || rank == 0)
+    for (int i = 0; i < iters; ++i)
+      fn();
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t = (now() - t0) / iters, slowest = 0;
+  MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+template <typename Fn>
+double timeAll(int reps, int iters, Fn fn, bool alone = false) {
   std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now();
-    if (!alone || rank == 0)
-      for (int i = 0; i < iters; ++i)
-        fn();
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t = (now() - t0) / iters, slowest = 0;
-    MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    times.push_back(slowest);
-  }
+  for (int r = 0; r < reps; ++r)
+    times.push_back(timeOnce(iters, fn, alone));
   return median(times);
+}
+
+/// The median over `reps` of b's time over a's, the two timed back to
+/// back in each rep (so that the machine's drift, which moves single
+/// timings by 20% here, cancels in each ratio).
+template <typename A, typename B>
+double pairedRatio(int reps, int iters, A a, B b, bool bAlone = false) {
+  std::vector<double> ratios;
+  for (int r = 0; r < reps; ++r) {
+    double ta = timeOnce(iters, a, false);
+    double tb = timeOnce(iters, b, bAlone);
+    ratios.push_back(tb / ta);
+  }
+  return median(ratios);
 }
 
 } // namespace
@@ -100,17 +121,32 @@ int main(int argc, char **argv) {
   openblas_set_num_threads(threads);
 
   // GEMM.
+  // The sizes take turns within each rep (the machine's drift then moves
+  // them alike: the efficiency curve is a ratio of them), the median rep.
   std::vector<std::pair<double, double>> gemm; // (flops, flop/s)
   double floorSeconds = 0;
-  for (int n : {32, 64, 128, 256, 512, 1024}) {
-    std::vector<float> a(size_t(n) * n, 1.0f), b(a), c(a);
-    double flops = 2.0 * n * n * n;
-    int iters = std::max(2, int(1e9 / flops));
-    double t = timeAll(reps, iters, [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
-                  a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    });
-    if (n == 32)
+  const int sizes[] = {32, 64, 128, 256, 512, 1024};
+  std::vector<std::vector<double>> gemmTimes(std::size(sizes));
+  std::vector<std::vector<float>> bufs;
+  for (int n : sizes)
+    bufs.emplace_back(size_t(n) * n, 1.0f);
+  std::vector<float> out(size_t(1024) * 1024);
+  for (int r = 0; r < reps; ++r)
+    for (size_t k = 0; k < std::size(sizes); ++k) {
+      int n = sizes[k];
+      const float *a = bufs[k].data();
+      int iters = std::max(2, int(1e9 / (2.0 * n * n * n)));
+      gemmTimes[k].push_back(timeOnce(
+          iters,
+          [&] {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n,
+                        1.0f, a, n, a, n, 0.0f, out.data(), n);
+          },
+          false));
+    }
+  for (size_t k = 0; k < std::size(sizes); ++k) {
+    double n = sizes[k], flops = 2.0 * n * n * n, t = median(gemmTimes[k]);
+    if (k == 0)
       floorSeconds = t;
     gemm.push_back({flops, flops / t});
   }
@@ -130,9 +166,30 @@ int main(int argc, char **argv) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
                   a.data(), n, b.data(), n, 0.0f, c.data(), n);
     };
-    double all = timeAll(reps, iters, gemmN);
-    double one = timeAll(reps, iters, gemmN, /*alone=*/true);
-    sharedProcessors = size * one / all;
+    sharedProcessors =
+        size * pairedRatio(2 * reps + 1, iters, gemmN, gemmN, /*bAlone=*/true);
+  }
+
+  // The synchronisation stretch: the same GEMMs with a 4-byte all-reduce
+  // after every 4 (a few ms of computation between collectives, as a
+  // training step has) against without: how far the slowest rank lags
+  // between two collectives, as a fraction of the computation.
+  double syncStretch = 0;
+  {
+    int n = 128;
+    std::vector<float> a(size_t(n) * n, 1.0f), b(a), c(a);
+    float one = 1, sum = 0;
+    auto gemms = [&] {
+      for (int i = 0; i < 4; ++i)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                    a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    };
+    syncStretch = std::max(
+        0.0, pairedRatio(4 * reps + 3, 64, gemms, [&] {
+               gemms();
+               MPI_Allreduce(&one, &sum, 1, MPI_FLOAT, MPI_SUM,
+                             MPI_COMM_WORLD);
+             }) - 1);
   }
 
   // Vector FLOP/s.
@@ -220,6 +277,7 @@ int main(int argc, char **argv) {
     printf("  \"node\": {\"devices\": %d, ", size);
     if (sharedProcessors < 0.9 * size)
       printf("\"processors\": %.3g, ", sharedProcessors);
+    printf("\"sync_stretch\": %.3g, ", syncStretch);
     printf("\"link_bandwidth\": %.4g, \"link_latency_s\": %.4g},\n", link,
            latency);
     printf("  \"network\": {\"bandwidth\": %.4g, \"latency_s\": %.4g, "

@@ -13,7 +13,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.par_obj_root, "test")
-config.excludes = ["lib", "CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "no-crash.py", "chunk.py", "make_npy.py", "gradcheck.py", "optimcheck.py", "torch_parity.py", "gpt_torch_parity.py", "concurrent_launch.py", "embedding_gather_check.py", "compress_check.py", "compress_train.py", "mpirun.sh", "extract_ptx.py", "compare_prints.py", "recompute_check.py"]
+config.excludes = ["lib", "CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "no-crash.py", "chunk.py", "make_npy.py", "gradcheck.py", "optimcheck.py", "torch_parity.py", "gpt_torch_parity.py", "concurrent_launch.py", "embedding_gather_check.py", "compress_check.py", "compress_train.py", "mpirun.sh", "extract_ptx.py", "compare_prints.py", "recompute_check.py", "check_pipeline.py"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%par_src_root", config.par_src_root))

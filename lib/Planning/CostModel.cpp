@@ -310,6 +310,10 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   }
   for (const KernelCost &k : model.fusedKernels)
     fwd += kernelSeconds(k);
+  // Every collective waits for the slowest rank (Machine::syncStretch).
+  const double stretch = 1 + machine.syncStretch;
+  fwd *= stretch;
+  core *= stretch;
   // The backward: what par-autodiff's gradient function adds to the
   // forward, or twice the forward without one.
   double back = 2 * fwd;
@@ -317,7 +321,7 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
     double grad = 0;
     for (const KernelCost &k : model.gradKernels)
       grad += kernelSeconds(k);
-    back = std::max(grad - fwd, 0.0);
+    back = std::max(grad * stretch - fwd, 0.0);
   }
   // Tensor-parallel collectives of the forward; the backward's are what the
   // gradient function adds (without one, the forward's again: Megatron's
@@ -438,25 +442,57 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   // Unpipelined, the buckets start during the backward and the last
   // micro-batch's hides them; a pipelined stage's update reduces its
   // gradient sums after the last action (par-run --pipeline): exposed.
-  double window = pipelined ? 0 : bwd * static_cast<double>(c.v);
+  // Where the ranks share processors (cpu-local) a collective's copies
+  // and reductions take the processor the computation needs: nothing
+  // overlaps.
+  const bool overlaps = machine.sharedProcessors <= 0;
+  double window = pipelined || !overlaps ? 0 : bwd * static_cast<double>(c.v);
   double lastBucket = collectiveSeconds(
       "all_reduce", std::min(gradBytes, kBucketBytes), c.dp, dpLink.bandwidth,
       dpLink.latency);
-  e.dpExposed = e.dpTotal > 0 ? (pipelined ? e.dpTotal
+  e.dpExposed = e.dpTotal > 0 ? (pipelined || !overlaps ? e.dpTotal
                                            : std::max(0.0, e.dpTotal - window) +
                                                  std::min(e.dpTotal,
                                                           lastBucket))
                               : 0;
+  if (c.zero >= 1 && c.dp > 1) {
+    // par's ZeRO (Communication/ZeRO.h) reduce-scatters each gradient on
+    // its own where the backward makes it and, below stage 3, all-gathers
+    // each updated parameter after the update (f32): a collective per
+    // parameter tensor each, not bucketed, none hidden.
+    double tensors = std::max(
+        1.0, static_cast<double>(model.paramTensors) / static_cast<double>(c.pp));
+    double extra = (tensors - 1) * static_cast<double>(c.dp - 1) *
+                   dpLink.latency;
+    double scatter = collectiveSeconds("reduce_scatter", gradBytes, c.dp,
+                                       dpLink.bandwidth, dpLink.latency) +
+                     extra;
+    double gather = c.zero >= 3
+                        ? 0
+                        : collectiveSeconds("all_gather", deviceParams * 4,
+                                            c.dp, dpLink.bandwidth,
+                                            dpLink.latency) +
+                              extra;
+    e.dpTotal = scatter + gather;
+    e.dpExposed = e.dpTotal;
+  }
   if (c.zero == 3 && c.dp > 1) {
+    // One gather per parameter tensor, before its use in the forward and
+    // again in the backward (Communication/ZeRO.h).
+    double tensors = std::max(
+        1.0, static_cast<double>(model.paramTensors) / static_cast<double>(c.pp));
     double gather = collectiveSeconds("all_gather", deviceParams * computeBytes,
-                                      c.dp, dpLink.bandwidth, dpLink.latency);
+                                      c.dp, dpLink.bandwidth, dpLink.latency) +
+                    (tensors - 1) * static_cast<double>(c.dp - 1) *
+                        dpLink.latency;
     double all = 2 * static_cast<double>(c.m) * gather;
-    e.zeroGather = std::max(0.0, all - busy) + gather;
+    e.zeroGather = overlaps ? std::max(0.0, all - busy) + gather : all;
   }
   double updated = c.zero >= 1 ? deviceParams / dp : deviceParams;
   double updateBytes = mixed ? 30 : 28; // AdamW: w,g,m,v in; w,m,v (+copy) out
-  e.optimizer = updated * updateBytes / dev.memoryBandwidth +
-                4 * dev.launchSeconds;
+  e.optimizer = (updated * updateBytes / dev.memoryBandwidth +
+                 4 * dev.launchSeconds) *
+                stretch;
   e.step = busy + e.bubble + e.dpExposed + e.zeroGather + e.optimizer;
 
   // Memory (ZeRO paper's accounting with K = 12 under mixed precision).

@@ -153,6 +153,8 @@ bool mlir::par::planning::parseMachine(const std::string &text,
     return fail();
   m.devicesPerNode = std::max(1, static_cast<int>(devices));
   if (!r.number(*node, "node.", "processors", m.sharedProcessors,
+                /*optional=*/true) ||
+      !r.number(*node, "node.", "sync_stretch", m.syncStretch,
                 /*optional=*/true))
     return fail();
   if (m.sharedProcessors < 0 ||

@@ -323,6 +323,7 @@ bool mlir::par::planning::profileModel(ModuleOp module,
         sawParam = true;
       }
       p.params += type.getNumElements();
+      ++p.paramTensors;
       if (sharding)
         for (int64_t d = 0; d < sharding.getRank(); ++d)
           for (StringRef a : sharding.getDimAxes(d))

@@ -172,6 +172,16 @@ RunPlan planRun(const RunOptions &o) {
     p.resumedStep = start.step;
   }
   resolveDataArgs(manifest, p);
+  par_pipeline_info_t pipe = manifest.pipeline();
+  if (pipe.present && !o.pipeline && o.train.steps > 0 && o.entry.empty())
+    p.pipelineNote =
+        "par-run: note: '" + o.artifact + "' is pipelined (" +
+        std::to_string(pipe.num_stages) + " stages on " +
+        std::to_string(pipe.p) + " pipeline ranks" +
+        (pipe.schedule ? std::string(", ") + pipe.schedule : "") +
+        "); without --pipeline every rank trains its unpipelined step '" +
+        p.entry + "' (the pipeline axis replicated); --pipeline runs the "
+        "pipeline\n";
   return p;
 }
 
@@ -181,6 +191,7 @@ int runJob(const RunPlan &plan, int argc, char **argv) {
   bool hostsGiven = !o.hostfile.empty() || !o.hosts.empty();
   if (!insideMPIJob()) {
     checkBeforeLaunch(plan);
+    fputs(plan.pipelineNote.c_str(), stderr);
     if (o.ranks > 1 || hostsGiven)
       return launchJob(o.ranks, {o.hostfile, o.hosts}, argc, argv);
     usePrivateSessionDir(); // one rank: an MPI singleton in this process

@@ -54,6 +54,11 @@ struct Machine {
   /// measured with every rank busy, so a rank runs faster while others
   /// wait (CostModel.cpp's pipeline simulation).
   double sharedProcessors = 0;
+  /// How far the slowest rank lags between two collectives, as a fraction
+  /// of the computation between them (0: none). A synchronous step waits
+  /// for it at every collective, so computation takes 1 + this. cpu-local:
+  /// 8 ranks time-sliced on 2 cores, about 0.1 (par-calibrate-cpu).
+  double syncStretch = 0;
   LinkSpec node;    // inside a node
   LinkSpec network; // between nodes
   std::string collectiveAlgorithm = "ring";

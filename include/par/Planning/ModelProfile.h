@@ -53,6 +53,7 @@ struct ModelProfile {
   int64_t layers = 1;     // attention layers (softmax over a seq x seq)
   double hiddenBytes = 0; // the residual stream per sample (stage boundary)
   double params = 0;      // parameter elements
+  int64_t paramTensors = 0; // parameter arguments
   double tpSplitParams = 0; // of which split over tp
   /// The largest t every tp-split dimension divides (0: no tp split).
   int64_t tpDivisor = 0;

@@ -44,6 +44,9 @@ struct RunPlan {
   /// The entry's mesh: its axis sizes and device count.
   std::vector<int64_t> mesh;
   int64_t devices = 1;
+  /// Training a pipelined artifact without --pipeline: what the launcher
+  /// says once (every rank trains the unpipelined step; "" otherwise).
+  std::string pipelineNote;
 
   bool training() const { return options.train.steps > 0; }
   /// A resumed run with no step left: an export (no --steps), or a
