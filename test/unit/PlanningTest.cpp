@@ -123,9 +123,10 @@ TEST(Planning, CollectiveSeconds) {
 }
 
 // One GEMM per layer: forward = flops / (peak x efficiency), backward twice
-// that, the pipeline's makespan (m + p - 1)(f + b) for 1F1B with free
-// transfers, so the bubble is (p - 1)(f + b); memory by the ZeRO paper's
-// bytes per parameter.
+// that; par's pipelined backward recomputes its stage's forward first
+// (B = f + b), so 1F1B's makespan with free transfers is
+// (m + p - 1)(f + f + b) and the bubble (p - 1)(2f + b); memory by the ZeRO
+// paper's bytes per parameter.
 TEST(Planning, EstimateComposesTheTimetable) {
   Machine m = machine();
   ModelProfile p = profile(4, 1e11, 1e6, 1e8);
@@ -139,17 +140,21 @@ TEST(Planning, EstimateComposesTheTimetable) {
   double f = 2 * 0.125, b = 2 * f; // per stage: two layers
   EXPECT_NEAR(e.forward, 4 * f, 1e-9);
   EXPECT_NEAR(e.backward, 4 * b, 1e-9);
-  EXPECT_NEAR(e.bubble, (2 - 1) * (f + b), 1e-6);
+  EXPECT_NEAR(e.recompute, 4 * f, 1e-9);
+  EXPECT_NEAR(e.bubble, (2 - 1) * (f + f + b), 1e-6);
   EXPECT_DOUBLE_EQ(e.dpExposed, 0);
   // Per device 5e7 parameters: 2 + 4 + 12 bytes each.
   EXPECT_DOUBLE_EQ(e.weights, 1e8);
   EXPECT_DOUBLE_EQ(e.grads, 2e8);
   EXPECT_DOUBLE_EQ(e.optimizerState, 6e8);
-  // Two layers' results per micro-batch on a stage, two in flight (1F1B
-  // holds p on the first stage).
+  // Two stage inputs in flight (1F1B holds p on the first stage; this
+  // profile's are 0 bytes) and one micro-batch's two layers' results while
+  // a backward runs.
   EXPECT_DOUBLE_EQ(e.inFlight, 2);
-  EXPECT_DOUBLE_EQ(e.activations, 2 * 2e6);
-  EXPECT_NEAR(e.step, e.forward + e.backward + e.bubble + e.optimizer, 1e-9);
+  EXPECT_DOUBLE_EQ(e.activations, 2e6);
+  EXPECT_NEAR(e.step,
+              e.forward + e.backward + e.recompute + e.bubble + e.optimizer,
+              1e-9);
   // Model FLOPs 3 x 4e11 x 4 samples.
   EXPECT_DOUBLE_EQ(e.modelFlops, 3 * 4e11 * 4);
 
