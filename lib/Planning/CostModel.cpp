@@ -53,111 +53,6 @@ struct Pipeline {
   int inFlight = 1;
 };
 
-/// The timetable's makespan when the ranks share processors
-/// (Machine::sharedProcessors: cpu-local's 8 ranks on 2 cores). Each
-/// action needs its cost in seconds at the rates measured with every rank
-/// of the node busy (P/N of a processor each); while k ranks compute, each
-/// gets min(1, P/k), so a rank runs faster while others wait (their MPI
-/// waits yield the processor). Every pipeline rank stands for its
-/// `group` (dp x tp) ranks, which run the same actions. The actions run
-/// in the timetable's per-rank orders with its dependencies (the stage
-/// before's forward, the stage after's backward, `comm` across ranks);
-/// returns -1 if they cannot proceed (not for a valid timetable).
-double sharedMakespan(const pl::Timetable &table, double processors,
-                      double nodeRanks, double group) {
-  const pl::PipelineShape &shape = table.shape;
-  const pl::Costs &k = table.costs;
-  const int p = shape.p, S = shape.numStages();
-  auto at = [&](int mb, int s) { return static_cast<size_t>(mb) * S + s; };
-  std::vector<double> endF(static_cast<size_t>(shape.m) * S, -1), endG(endF);
-  auto hop = [&](int from, int to) {
-    return shape.rankOf(from) == shape.rankOf(to) ? 0.0 : k.comm;
-  };
-  auto readyAt = [&](const pl::Action &a) -> double {
-    size_t i = at(a.mb, a.stage);
-    switch (a.op) {
-    case pl::Op::F:
-      if (a.stage == 0)
-        return 0;
-      return endF[at(a.mb, a.stage - 1)] < 0
-                 ? -1
-                 : endF[at(a.mb, a.stage - 1)] + hop(a.stage - 1, a.stage);
-    case pl::Op::B:
-    case pl::Op::BI: {
-      if (endF[i] < 0)
-        return -1;
-      if (a.stage == S - 1)
-        return endF[i];
-      double g = endG[at(a.mb, a.stage + 1)];
-      return g < 0 ? -1 : std::max(endF[i], g + hop(a.stage + 1, a.stage));
-    }
-    case pl::Op::BW:
-      return endG[i];
-    default:
-      return -1;
-    }
-  };
-  auto cost = [&](pl::Op op) {
-    return op == pl::Op::F    ? k.f
-           : op == pl::Op::B  ? k.b
-           : op == pl::Op::BI ? k.bi
-                              : k.bw;
-  };
-  std::vector<size_t> pos(p, 0);
-  std::vector<double> left(p, -1); // work left of the running action
-  double now = 0;
-  const double measured = processors / nodeRanks;
-  for (;;) {
-    bool done = true;
-    double nextReady = INFINITY;
-    for (int r = 0; r < p; ++r) {
-      const auto &order = table.ranks[r];
-      if (pos[r] >= order.size())
-        continue;
-      done = false;
-      if (left[r] >= 0)
-        continue;
-      double ready = readyAt(order[pos[r]].action);
-      if (ready >= 0 && ready <= now)
-        left[r] = cost(order[pos[r]].action.op);
-      else if (ready > now)
-        nextReady = std::min(nextReady, ready);
-    }
-    if (done)
-      return now;
-    int busy = 0;
-    for (int r = 0; r < p; ++r)
-      busy += left[r] >= 0;
-    if (busy == 0) {
-      if (!std::isfinite(nextReady))
-        return -1;
-      now = nextReady;
-      continue;
-    }
-    double speed =
-        std::min(1.0, processors / (busy * group)) / measured;
-    double step = nextReady - now;
-    for (int r = 0; r < p; ++r)
-      if (left[r] >= 0)
-        step = std::min(step, left[r] / speed);
-    now += step;
-    for (int r = 0; r < p; ++r) {
-      if (left[r] < 0)
-        continue;
-      left[r] -= step * speed;
-      if (left[r] > 1e-12 * std::max(1.0, cost(pl::Op::B)))
-        continue;
-      const pl::Action &a = table.ranks[r][pos[r]].action;
-      if (a.op == pl::Op::F)
-        endF[at(a.mb, a.stage)] = now;
-      else if (a.op != pl::Op::BW)
-        endG[at(a.mb, a.stage)] = now;
-      left[r] = -1;
-      ++pos[r];
-    }
-  }
-}
-
 /// The pipeline's makespan for chunk costs f, b and transfer `comm`, from
 /// par's timetable (or, beyond kMaxSimulatedActions, the closed forms).
 Pipeline pipelineTime(const Configuration &c, const Machine &machine,
@@ -184,10 +79,19 @@ Pipeline pipelineTime(const Configuration &c, const Machine &machine,
       pl::buildTimetable(sc, table, error)) {
     pl::Metrics metrics = pl::computeMetrics(table);
     out.makespan = metrics.makespan;
-    if (machine.sharedProcessors > 0 && c.devices() <= machine.devicesPerNode) {
-      double shared = sharedMakespan(table, machine.sharedProcessors,
-                                     machine.devicesPerNode,
-                                     static_cast<double>(c.dp * c.tp));
+    // Ranks that share processors (Machine::sharedProcessors: cpu-local's
+    // 8 ranks on 2 cores): the action costs are at the rates measured with
+    // every rank of the node busy (P/N of a processor each); while k ranks
+    // compute, each gets min(1, P/k), so a rank runs faster while others
+    // wait (their MPI waits yield). Each pipeline rank stands for its
+    // dp x tp ranks, which run the same actions.
+    double P = machine.sharedProcessors;
+    if (P > 0 && c.devices() <= machine.devicesPerNode) {
+      double group = static_cast<double>(c.dp * c.tp);
+      double measured = P / machine.devicesPerNode;
+      double shared = pl::simulateShared(table, [&](int busy) {
+        return std::min(1.0, P / (busy * group)) / measured;
+      });
       if (shared > 0)
         out.makespan = shared;
     }

@@ -10,11 +10,67 @@
 #include "ScheduleDetail.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace par {
 namespace pipeline {
 
 using namespace detail;
+
+namespace {
+/// When each compute action's inputs are ready: F(mb,s) after F(mb,s-1),
+/// B/BI(mb,s) after F(mb,s) and B/BI(mb,s+1), BW after BI; plus `comm`
+/// when the producer is on another rank. End times are -1 until recorded.
+struct Readiness {
+  Readiness(const PipelineShape &shape, const Costs &costs)
+      : shape(shape), costs(costs), idx{shape.numStages()},
+        endF(static_cast<size_t>(shape.m) * shape.numStages(), -1),
+        endG(endF), endW(endF) {}
+
+  /// The ready time of `a`, or -1 if an input is missing.
+  double readyAt(const Action &a) const {
+    const int S = shape.numStages();
+    size_t i = idx(a.mb, a.stage);
+    switch (a.op) {
+    case Op::F:
+      if (a.stage == 0)
+        return 0;
+      if (endF[idx(a.mb, a.stage - 1)] < 0)
+        return -1;
+      return endF[idx(a.mb, a.stage - 1)] + hop(a.stage - 1, a.stage);
+    case Op::B:
+    case Op::BI: {
+      if (endF[i] < 0)
+        return -1;
+      if (a.stage == S - 1)
+        return endF[i];
+      double g = endG[idx(a.mb, a.stage + 1)];
+      if (g < 0)
+        return -1;
+      return std::max(endF[i], g + hop(a.stage + 1, a.stage));
+    }
+    case Op::BW:
+      return endG[i];
+    default:
+      return -1;
+    }
+  }
+
+  void finished(const Action &a, double end) {
+    size_t i = idx(a.mb, a.stage);
+    (a.op == Op::F ? endF : a.op == Op::BW ? endW : endG)[i] = end;
+  }
+
+  double hop(int from, int to) const {
+    return shape.rankOf(from) == shape.rankOf(to) ? 0.0 : costs.comm;
+  }
+
+  const PipelineShape &shape;
+  const Costs &costs;
+  Index idx;
+  std::vector<double> endF, endG, endW;
+};
+} // namespace
 
 bool simulateTimetable(const PipelineShape &shape, const Programs &orders,
                        const Costs &costs, Timetable &out,
@@ -60,39 +116,7 @@ bool simulateTimetable(const PipelineShape &shape, const Programs &orders,
     }
   }
 
-  // End times; -1 while not run.
-  std::vector<double> endF(static_cast<size_t>(m) * S, -1), endG(endF),
-      endW(endF);
-  auto hop = [&](int from, int to) {
-    return shape.rankOf(from) == shape.rankOf(to) ? 0.0 : costs.comm;
-  };
-  // Ready time of `a`, or -1 if an input is missing.
-  auto readyAt = [&](const Action &a) -> double {
-    size_t i = idx(a.mb, a.stage);
-    switch (a.op) {
-    case Op::F:
-      if (a.stage == 0)
-        return 0;
-      if (endF[idx(a.mb, a.stage - 1)] < 0)
-        return -1;
-      return endF[idx(a.mb, a.stage - 1)] + hop(a.stage - 1, a.stage);
-    case Op::B:
-    case Op::BI: {
-      if (endF[i] < 0)
-        return -1;
-      if (a.stage == S - 1)
-        return endF[i];
-      double g = endG[idx(a.mb, a.stage + 1)];
-      if (g < 0)
-        return -1;
-      return std::max(endF[i], g + hop(a.stage + 1, a.stage));
-    }
-    case Op::BW:
-      return endG[i];
-    default:
-      return -1;
-    }
-  };
+  Readiness deps(shape, costs);
 
   out = Timetable();
   out.shape = shape;
@@ -106,14 +130,13 @@ bool simulateTimetable(const PipelineShape &shape, const Programs &orders,
     for (int r = 0; r < p; ++r) {
       while (pos[r] < orders[r].size()) {
         const Action &a = orders[r][pos[r]];
-        double ready = readyAt(a);
+        double ready = deps.readyAt(a);
         if (ready < 0)
           break;
         TimedAction t{a, std::max(freeAt[r], ready), 0};
         t.end = t.start + costOf(costs, a.op);
         freeAt[r] = t.end;
-        size_t i = idx(a.mb, a.stage);
-        (a.op == Op::F ? endF : a.op == Op::BW ? endW : endG)[i] = t.end;
+        deps.finished(a, t.end);
         out.makespan = std::max(out.makespan, t.end);
         out.ranks[r].push_back(t);
         ++pos[r];
@@ -131,6 +154,59 @@ bool simulateTimetable(const PipelineShape &shape, const Programs &orders,
     }
   }
   return true;
+}
+
+double simulateShared(const Timetable &table,
+                      const std::function<double(int)> &speed) {
+  const int p = table.shape.p;
+  Readiness deps(table.shape, table.costs);
+  std::vector<size_t> pos(p, 0);
+  std::vector<double> left(p, -1); // work left of the running action
+  double now = 0;
+  for (;;) {
+    bool done = true;
+    double nextReady = INFINITY;
+    for (int r = 0; r < p; ++r) {
+      const std::vector<TimedAction> &order = table.ranks[r];
+      if (pos[r] >= order.size())
+        continue;
+      done = false;
+      if (left[r] >= 0)
+        continue;
+      double ready = deps.readyAt(order[pos[r]].action);
+      if (ready >= 0 && ready <= now)
+        left[r] = costOf(table.costs, order[pos[r]].action.op);
+      else if (ready > now)
+        nextReady = std::min(nextReady, ready);
+    }
+    if (done)
+      return now;
+    int busy = 0;
+    for (int r = 0; r < p; ++r)
+      busy += left[r] >= 0;
+    if (busy == 0) {
+      if (!std::isfinite(nextReady))
+        return -1;
+      now = nextReady;
+      continue;
+    }
+    double v = speed(busy);
+    double step = nextReady - now;
+    for (int r = 0; r < p; ++r)
+      if (left[r] >= 0)
+        step = std::min(step, left[r] / v);
+    now += step;
+    for (int r = 0; r < p; ++r) {
+      if (left[r] < 0)
+        continue;
+      left[r] -= step * v;
+      if (left[r] > 1e-12 * std::max(1.0, table.costs.b))
+        continue;
+      deps.finished(table.ranks[r][pos[r]].action, now);
+      left[r] = -1;
+      ++pos[r];
+    }
+  }
 }
 
 bool buildTimetable(ScheduleConfig config, Timetable &out,

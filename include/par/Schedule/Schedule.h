@@ -28,6 +28,7 @@
 #define PAR_SCHEDULE_SCHEDULE_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -156,6 +157,14 @@ bool simulateTimetable(const PipelineShape &shape, const Programs &orders,
 
 /// Builds, checks and simulates in one go.
 bool buildTimetable(ScheduleConfig config, Timetable &out, std::string &error);
+
+/// The makespan of `table`'s per-rank orders, with simulateTimetable's
+/// dependencies, when ranks that compute at once slow each other down (they
+/// share processors): while k ranks compute, each does speed(k) units of
+/// its action's cost per unit of time. Returns -1 if the orders cannot
+/// proceed (not for a table simulateTimetable built).
+double simulateShared(const Timetable &table,
+                      const std::function<double(int)> &speed);
 
 //===----------------------------------------------------------------------===//
 // Per-rank programs
