@@ -39,6 +39,9 @@ config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
 config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
 config.environment["OPENBLAS_NUM_THREADS"] = "1"
+# par-run gives a rank the host's cores over its ranks by default; the suite
+# runs tests side by side, so each rank keeps one thread.
+config.environment["OMP_NUM_THREADS"] = "1"
 # par-compile's compile cache: one for the suite, in the build tree (not the
 # user's ~/.cache/par/compile). Tests that compile the same model with the
 # same options share artifacts; entries are keyed by par's own binaries, so

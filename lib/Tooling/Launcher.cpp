@@ -40,6 +40,7 @@
 #include <ctime>
 #include <dirent.h>
 #include <ftw.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -47,6 +48,13 @@
 #include <vector>
 
 namespace par::tooling {
+
+int64_t availableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  return std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
+}
 
 bool insideMPIJob() {
   // The runtime's test, plus the mark a re-launched par-run carries.
@@ -102,11 +110,22 @@ std::string selfPath() {
 }
 
 std::vector<std::string> mpirunArgs(int64_t ranks, const HostList &hosts,
-                                    const std::string &session, int argc,
-                                    char **argv) {
+                                    int64_t threads, const std::string &session,
+                                    int argc, char **argv) {
   std::vector<std::string> args = {"mpirun", "-n", std::to_string(ranks),
                                    "--oversubscribe", "--mca",
                                    "orte_tmpdir_base", session};
+  // Binding. OpenMPI binds each rank to one core by default (up to 2
+  // ranks), which would put a rank's T threads on one core; T cores a rank
+  // when they fit, no binding when the cores are shared anyway.
+  bool local = hosts.hostfile.empty() && hosts.hosts.empty();
+  if (local && threads > 1) {
+    if (ranks * threads <= availableCores())
+      args.insert(args.end(), {"--map-by", "slot:PE=" + std::to_string(threads),
+                               "--bind-to", "core"});
+    else
+      args.insert(args.end(), {"--bind-to", "none"});
+  }
   if (!hosts.hostfile.empty())
     args.insert(args.end(), {"--hostfile", hosts.hostfile});
   if (!hosts.hosts.empty())
@@ -405,7 +424,8 @@ void superviseLaunchedRank() {
   _exit(r.signal ? 128 + r.signal : r.code);
 }
 
-int launchJob(int64_t ranks, const HostList &hosts, int argc, char **argv) {
+int launchJob(int64_t ranks, const HostList &hosts, int64_t threadsPerRank,
+              int argc, char **argv) {
   std::string session = makeSessionDir();
   allowRoot();
   // A rank that fails takes the job down (OpenMPI's default); keep it quick.
@@ -414,7 +434,7 @@ int launchJob(int64_t ranks, const HostList &hosts, int argc, char **argv) {
   setenv("PAR_RUN_SESSION", session.c_str(), 1);
   std::string records = session + "/ranks";
   mkdir(records.c_str(), 0700);
-  std::vector<std::string> args = mpirunArgs(ranks, hosts, session, argc, argv);
+  std::vector<std::string> args = mpirunArgs(ranks, hosts, threadsPerRank, session, argc, argv);
   std::vector<char *> cargs;
   for (std::string &a : args)
     cargs.push_back(a.data());

@@ -74,6 +74,9 @@ private:
   /// Whether the train step updates its parameters and state in place
   /// (not when a skipped step must be undone).
   bool donates() const { return o.nonFinite != NonFiniteMode::Skip; }
+  /// Whether the results are read after the run (by every rank alike:
+  /// gathering them is collective).
+  bool wantsResults() const { return o.verify || !o.outputDir.empty(); }
   void loadInputs();
   void readGivenInputs();
   void loadGivenWeights();
@@ -274,7 +277,10 @@ std::string ModuleRun::title() const {
 /// once (for --output, --verify, the error norm and sampling), then the
 /// bytes per step, compression and per-rank times.
 void ModuleRun::report(int64_t stepsRun) {
-  outs = stepper->outputs();
+  // The results leave the session only for what reads them (--output,
+  // --verify): at GPT-2's size they are 2 GB.
+  if (wantsResults())
+    outs = stepper->outputs();
   stepper->syncArguments();
   par_rt_context_stats(ctx, &stats);
   CompressionTotals compression;
@@ -293,6 +299,8 @@ void ModuleRun::report(int64_t stepsRun) {
 /// The results gathered to rank 0 as global tensors; --output writes them.
 void ModuleRun::writeResults() {
   globals.clear();
+  if (!wantsResults())
+    return;
   for (size_t k = 0; k < f.outputs.size(); ++k)
     globals.push_back(f.gather(PAR_OUTPUT, k, outs[k].data()));
   if (rank != 0 || o.outputDir.empty())

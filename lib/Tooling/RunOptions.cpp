@@ -7,9 +7,12 @@
 
 #include "par/Tooling/RunOptions.h"
 
+#include "par/Runtime/par_runtime.h"
 #include "par/Tooling/Diagnostics.h"
+#include "par/Tooling/Launcher.h"
 #include "par/Tooling/MemoryReport.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -31,9 +34,10 @@ The job:
                       rank: no -H/--hostfile (docs/Launch.md)
   --backend cpu|cuda  cuda runs a program compiled with par-compile --target
                       cuda (parameters and state stay in GPU memory)
-  --threads T         threads per rank: OpenMP's parallel loops (default 1,
-                      or OMP_NUM_THREADS) and OpenBLAS (unless
-                      OPENBLAS_NUM_THREADS is set)
+  --threads T         threads per rank: OpenMP's parallel loops and OpenBLAS
+                      (default: the host's cores over its ranks, or
+                      OMP_NUM_THREADS / OPENBLAS_NUM_THREADS); the ranks
+                      are bound to T cores each when they fit
   --memory-limit SIZE each rank's programs may hold at most SIZE (e.g. 2GiB,
                       512MiB: their buffers and the arguments and results
                       par-run keeps), as a device of that size would; past
@@ -112,6 +116,10 @@ Results and reports:
   --loss-plot FILE.svg  with --steps: plot the loss per step
   --alloc-stats       with --steps: rank 0's buffer-pool counts per step
                       after the first (system allocations, pool hits)
+  --profile           with --steps: rank 0's time per step by kernel (name,
+                      calls, ms, share of the step, GFLOP/s) over the steps
+                      after the first, as torch.profiler's table (CPU
+                      programs); --profile-top N rows (default 15)
   --error-norm        with --steps: the L2 norm of gradient compression's
                       error-feedback buffers after training
   --trace FILE.json   with --pipeline: a Chrome trace of every rank's actions
@@ -170,6 +178,11 @@ void checkTrainingOptions(const RunOptions &r) {
     fatal("--loss-plot needs --steps");
   if (r.train.allocStats && r.train.steps == 0)
     fatal("--alloc-stats needs --steps");
+  if (r.profile && r.train.steps == 0)
+    fatal("--profile needs --steps (it times the steps after the first)");
+  if (r.profile && r.backend == "cuda")
+    fatal("--profile times CPU programs; on a GPU use Nsight Systems "
+          "(nsys profile par-run ...)");
   if (r.errorNorm && r.train.steps == 0)
     fatal("--error-norm needs --steps (it reports the error-feedback "
           "buffers after training)");
@@ -346,6 +359,10 @@ bool parseReportOption(const std::string &a,
     r.train.lossPlot = next();
   } else if (a == "--alloc-stats") {
     r.train.allocStats = true;
+  } else if (a == "--profile") {
+    r.profile = true;
+  } else if (a == "--profile-top") {
+    r.profileRows = positive(a, next(), "number of rows");
   } else if (a == "--error-norm") {
     r.errorNorm = true;
   } else if (a == "--trace") {
@@ -399,20 +416,43 @@ RunOptions parseRunOptions(int argc, char **argv) {
   return r;
 }
 
+namespace {
+
+/// The ranks that share this host: inside a job someone else started, as
+/// its launcher says; otherwise the ranks par-run starts here.
+int64_t localRanks(const RunOptions &o) {
+  int64_t local = o.hostfile.empty() && o.hosts.empty() ? o.ranks : 1;
+  if (const char *n = getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    local = atoll(n);
+  return std::max<int64_t>(local, 1);
+}
+
+} // namespace
+
+int64_t threadsPerRank(const RunOptions &o) {
+  if (o.threads > 0)
+    return o.threads;
+  return std::max<int64_t>(1, availableCores() / localRanks(o));
+}
+
 void exportRunEnvironment(const RunOptions &o) {
-  // Every rank's threads: OpenMP's parallel loops and OpenBLAS. Without
-  // --threads a rank's parallel loops run on one thread (libomp would take
-  // every core in every rank), unless the environment says; idle OpenMP
-  // threads sleep at once instead of spinning against BLAS and the other
-  // ranks.
-  if (o.threads > 0) {
-    std::string t = std::to_string(o.threads);
-    setenv("OMP_NUM_THREADS", t.c_str(), 1);
-    setenv("OPENBLAS_NUM_THREADS", t.c_str(), 0); // unless set
-  } else {
-    setenv("OMP_NUM_THREADS", "1", 0);
-  }
-  setenv("KMP_BLOCKTIME", "0", 0);
+  // Every rank's threads: OpenMP's parallel loops and OpenBLAS, T each
+  // (they take turns: a GEMM, then a loop). --threads T, or the host's
+  // cores shared among its ranks (PyTorch's default takes every core);
+  // OMP_NUM_THREADS and OPENBLAS_NUM_THREADS override the default.
+  int64_t threads = threadsPerRank(o);
+  std::string t = std::to_string(threads);
+  setenv("OMP_NUM_THREADS", t.c_str(), o.threads > 0);
+  setenv("OPENBLAS_NUM_THREADS", t.c_str(), 0); // unless set
+  // OpenBLAS is loaded already in this process (a one-rank run goes on
+  // here): its thread count is set directly.
+  par_rt_blas_set_threads(atoi(getenv("OPENBLAS_NUM_THREADS")));
+  // Idle OpenMP threads: with a core each they spin a while (libomp's
+  // default, 200 ms) so that the next parallel loop starts at once; when
+  // the ranks' threads share cores they sleep at once instead of spinning
+  // against BLAS and the other ranks.
+  if (localRanks(o) * threads > availableCores())
+    setenv("KMP_BLOCKTIME", "0", 0);
   // The runtime's watchdog reads it (Watchdog.h).
   if (!o.collectiveTimeout.empty())
     setenv("PAR_COLLECTIVE_TIMEOUT", o.collectiveTimeout.c_str(), 1);

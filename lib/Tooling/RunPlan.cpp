@@ -193,7 +193,8 @@ int runJob(const RunPlan &plan, int argc, char **argv) {
     checkBeforeLaunch(plan);
     fputs(plan.pipelineNote.c_str(), stderr);
     if (o.ranks > 1 || hostsGiven)
-      return launchJob(o.ranks, {o.hostfile, o.hosts}, argc, argv);
+      return launchJob(o.ranks, {o.hostfile, o.hosts}, threadsPerRank(o),
+                       argc, argv);
     usePrivateSessionDir(); // one rank: an MPI singleton in this process
   } else if (hostsGiven && !getenv("PAR_RUN_WORKER")) {
     fatal("--hostfile/-H place the ranks par-run starts, but this par-run "
@@ -201,6 +202,12 @@ int runJob(const RunPlan &plan, int argc, char **argv) {
           "them");
   }
   par_rt_context_t *ctx = startRuntime(plan, &argc, &argv);
+  if (par_rt_context_rank(ctx) == 0 && plan.target == "cpu") {
+    const char *omp = getenv("OMP_NUM_THREADS");
+    printf("%s: BLAS: %s; %d BLAS and %s OpenMP threads a rank\n",
+           toolName().c_str(), par_rt_blas_kernels(), par_rt_blas_threads(),
+           omp ? omp : "?");
+  }
   int status =
       o.pipeline ? runPipeline(ctx, plan) : runModule(ctx, plan);
   fflush(stdout);

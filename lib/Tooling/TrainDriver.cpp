@@ -12,6 +12,7 @@
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Faults.h"
 #include "par/Tooling/MemoryReport.h"
+#include "par/Tooling/Profile.h"
 #include "par/Tooling/TrainLoop.h"
 
 #include <cstdio>
@@ -55,9 +56,18 @@ bool TrainDriver::loop(TrainLog &log, const LossScaling &scaling) {
   NonFiniteCheck finite(ctx, scaling.enabled ? NonFiniteMode::Off : o.nonFinite,
                         rank);
   double tokens = exec.tokensPerStep();
-  for (int64_t step = plan.resumedStep + 1; step <= o.train.steps; ++step) {
+  // --profile: the steps after the first (which pays the first touch of
+  // every buffer), or the one step there is.
+  int64_t first = plan.resumedStep + 1;
+  int64_t profileFrom = o.train.steps > first ? first + 1 : first;
+  double profiled = 0;
+  for (int64_t step = first; step <= o.train.steps; ++step) {
     injectStepFaults(rank, step);
+    if (o.profile && step == profileFrom)
+      par_rt_profile_start();
     StepOutcome r = exec.step(step);
+    if (o.profile && step >= profileFrom)
+      profiled += r.seconds;
     if (scaling.enabled)
       decisions.push_back(r.taken ? 1.0 : 0.0);
     log.step(step, r.loss, r.seconds, tokens, r.scale, r.taken);
@@ -70,6 +80,12 @@ bool TrainDriver::loop(TrainLog &log, const LossScaling &scaling) {
       exec.undoStep();
     if (plan.checkpointDue(step))
       exec.saveCheckpoint(step);
+  }
+  if (o.profile) {
+    par_rt_profile_stop();
+    if (rank == 0)
+      printProfile(profileFrom, o.train.steps - profileFrom + 1, profiled,
+                   o.profileRows);
   }
   finite.summary(o.train.steps - plan.resumedStep);
   if (scaling.enabled) {

@@ -26,39 +26,82 @@ double generate(uint64_t seed, uint64_t tensor, uint64_t index) {
   return (double)(x >> 40) / (double)(1ull << 24) * 2.0 - 1.0; // [-1, 1)
 }
 
+namespace {
+
+/// A tensor's initialiser, read once (not per element).
+struct Initializer {
+  enum Kind { Fill, Uniform, Tokens, Float, Integer } kind;
+  double value = 0; // Fill's value, Uniform's scale, Tokens' vocabulary
+
+  explicit Initializer(const Tensor &t) {
+    namespace init = ::par::manifest::init;
+    const size_t prefix = sizeof(init::kUniformPrefix) - 1;
+    const size_t fill = sizeof(init::kFillPrefix) - 1;
+    if (t.init == init::kZeros) {
+      kind = Fill;
+    } else if (t.init == init::kOnes) {
+      kind = Fill;
+      value = 1.0;
+    } else if (t.init.compare(0, prefix, init::kUniformPrefix) == 0) {
+      kind = Uniform;
+      value = strtod(t.init.c_str() + prefix, nullptr);
+    } else if (t.init.compare(0, fill, init::kFillPrefix) == 0) {
+      kind = Fill;
+      value = strtod(t.init.c_str() + fill, nullptr);
+    } else if (!t.isFloat && t.vocab > 0 &&
+               (t.role == ::par::manifest::key::kRoleTokens ||
+                t.role == ::par::manifest::key::kRoleTargets)) {
+      // The frontend's token ids and targets (par.data, par.vocab): in
+      // [0, vocab).
+      kind = Tokens;
+      value = double(t.vocab);
+    } else {
+      kind = t.isFloat ? Float : Integer;
+    }
+  }
+
+  double operator()(uint64_t seed, uint64_t tensor, uint64_t index) const {
+    switch (kind) {
+    case Fill:
+      return value;
+    case Uniform:
+      return generate(seed, tensor, index) * value;
+    case Tokens:
+      return std::min<double>(
+          std::floor((generate(seed, tensor, index) + 1) / 2 * value),
+          value - 1);
+    case Float:
+      return generate(seed, tensor, index);
+    case Integer:
+      return std::floor(generate(seed, tensor, index) * 8);
+    }
+    return 0;
+  }
+};
+
+} // namespace
+
 double generateFor(const Tensor &t, uint64_t seed, uint64_t tensor,
                    uint64_t index) {
-  // The program's own initialiser (par.init), if it names one.
-  namespace init = ::par::manifest::init;
-  if (t.init == init::kZeros)
-    return 0.0;
-  if (t.init == init::kOnes)
-    return 1.0;
-  const size_t prefix = sizeof(init::kUniformPrefix) - 1;
-  if (t.init.compare(0, prefix, init::kUniformPrefix) == 0)
-    return generate(seed, tensor, index) *
-           strtod(t.init.c_str() + prefix, nullptr);
-  const size_t fill = sizeof(init::kFillPrefix) - 1;
-  if (t.init.compare(0, fill, init::kFillPrefix) == 0)
-    return strtod(t.init.c_str() + fill, nullptr);
-  double v = generate(seed, tensor, index);
-  // The frontend's token ids and targets (par.data, par.vocab): in
-  // [0, vocab).
-  if (!t.isFloat && t.vocab > 0 &&
-      (t.role == ::par::manifest::key::kRoleTokens ||
-       t.role == ::par::manifest::key::kRoleTargets))
-    return std::min<double>(std::floor((v + 1) / 2 * t.vocab), t.vocab - 1);
-  return t.isFloat ? v : std::floor(v * 8);
+  return Initializer(t)(seed, tensor, index);
 }
 
 Buffer generateGlobal(const Tensor &t, uint64_t seed, uint64_t tensor,
                       const Tensor *values,
                       const std::function<int64_t(int64_t)> &index) {
   Buffer buf = zeroBuffer(t.globalBytes());
-  const Tensor &v = values ? *values : t;
+  Initializer init(values ? *values : t);
+  if (init.kind == Initializer::Fill && init.value == 0)
+    return buf; // zeroBuffer's zeros
+  if (t.dtype == PAR_F32 && !index) {
+    float *out = reinterpret_cast<float *>(buf.data());
+    for (int64_t g = 0; g < t.globalCount; ++g)
+      out[g] = float(init(seed, tensor, g));
+    return buf;
+  }
   for (int64_t g = 0; g < t.globalCount; ++g)
     par_dtype_store(t.dtype, buf.data(), g,
-                    generateFor(v, seed, tensor, index ? index(g) : g));
+                    init(seed, tensor, index ? index(g) : g));
   return buf;
 }
 

@@ -97,6 +97,12 @@ void par_rt_k_send(int64_t in, int64_t count, int32_t dtype, int64_t axes,
 void par_rt_k_recv(int64_t out, int64_t count, int32_t dtype, int64_t axes,
                    int64_t coords, int64_t tag);
 
+/* The profiler's hooks around each outlined kernel (par-outline-kernels):
+ * begin returns a start time, 0 while the profiler is off; end(name,
+ * start) adds the call to the kernel's record (nothing for start 0). */
+int64_t par_rt_k_profile_begin(void);
+void par_rt_k_profile_end(const char *name, int64_t start);
+
 /* C[M][N] = A[M][K] * B[K][N] (+ C if accumulate), row-major, f32/f64
  * through BLAS. */
 void par_rt_k_matmul(int64_t a, int64_t b, int64_t c, int64_t M, int64_t N,

@@ -163,6 +163,37 @@ par_status_t par_rt_broadcast_world(par_rt_context_t *context, void *buffer,
 par_status_t par_rt_gather_world(par_rt_context_t *context, const void *local,
                                  int64_t bytes, void *gathered_on_root);
 
+/* The BLAS kernels the CPU matmuls run on (lib/Runtime/core/BlasKernels.cpp),
+ * chosen when this library loads, in words: "OpenBLAS 0.3.21, Cooperlake
+ * kernels (par's choice: the CPU has AVX-512 with BF16; OpenBLAS had picked
+ * Haswell)". A static string, valid for the life of the process. */
+const char *par_rt_blas_kernels(void);
+/* The threads each BLAS call may use (OpenBLAS's own pool): set, and as
+ * set (1 for a BLAS without a pool). */
+void par_rt_blas_set_threads(int threads);
+int par_rt_blas_threads(void);
+
+/* The kernel profiler (lib/Runtime/core/Profile.cpp; par-run --profile).
+ * Between start and stop, every outlined kernel of a compiled CPU program
+ * (par-outline-kernels' hooks), every BLAS call and every collective adds
+ * its time to a record by name: "par_kernel_7_generic", "matmul
+ * 1024x768x768 f32", "all_reduce". `flops` counts a matmul's 2*M*N*K per
+ * call (0 for the others); `bytes` what a collective sent. start clears
+ * the records. count snapshots them (in name order); get reads entry
+ * `index` of the snapshot (its name is valid until the next count or
+ * start). One thread: the one that calls the programs. */
+typedef struct par_rt_profile_entry {
+  const char *name;
+  int64_t calls;
+  double seconds;
+  double flops;
+  double bytes;
+} par_rt_profile_entry_t;
+void par_rt_profile_start(void);
+void par_rt_profile_stop(void);
+int64_t par_rt_profile_count(void);
+par_status_t par_rt_profile_get(int64_t index, par_rt_profile_entry_t *out);
+
 /* The buffer pool (lib/Runtime/core/Allocator.cpp): compiled CPU programs
  * allocate their buffers through it (MLIR's _mlir_memref_to_llvm_alloc,
  * _aligned_alloc and _free, which this library defines), so a train step's

@@ -23,6 +23,9 @@ namespace par::tooling {
 /// launchJob started).
 bool insideMPIJob();
 
+/// The cores this process may run on (its affinity mask; at least 1).
+int64_t availableCores();
+
 /// A fresh directory under $TMPDIR (or /tmp) for one job's session files;
 /// fatal if it cannot be made.
 std::string makeSessionDir();
@@ -44,7 +47,12 @@ struct HostList {
 /// failed). When a rank fails, prints which one and how, from the ranks'
 /// records: "<tool>: error: rank 3 was killed by signal 9 (SIGKILL); the
 /// job stopped (the other 7 ranks were stopped by the launcher)".
-int launchJob(int64_t ranks, const HostList &hosts, int argc, char **argv);
+/// `threadsPerRank` places the ranks: on this machine, when the ranks'
+/// threads fit its cores, each rank is bound to that many cores of its own
+/// (mpirun --map-by slot:PE=T --bind-to core); when they do not, no rank is
+/// bound (time-shared cores, as the kernel schedules them).
+int launchJob(int64_t ranks, const HostList &hosts, int64_t threadsPerRank,
+              int argc, char **argv);
 
 /// Called first by a driver's main. In a process launchJob's mpirun
 /// started: forks; the child (the worker) returns and runs the program,

@@ -60,6 +60,8 @@ struct RunOptions {
   std::string sampleEntry;
   std::string trace;      // pipelined runs: a Chrome trace of the last step
   bool errorNorm = false; // after training: the error-feedback buffers' norm
+  bool profile = false;     // --profile: time per step by kernel
+  int64_t profileRows = 15; // --profile-top N: the rows it prints
 };
 
 /// Parses and validates par-run's command line (argv[1..]); a bad option
@@ -70,9 +72,13 @@ RunOptions parseRunOptions(int argc, char **argv);
 /// par-run's usage text, on stderr.
 void printRunUsage();
 
+/// The threads each rank runs: --threads, or the host's cores shared
+/// among the ranks on it (at least 1).
+int64_t threadsPerRank(const RunOptions &o);
+
 /// Sets the environment the ranks inherit (mpirun forwards it): OpenMP
-/// and OpenBLAS threads (one per rank unless --threads or the environment
-/// says), and the collective watchdog's timeout.
+/// and OpenBLAS threads (threadsPerRank unless the environment says),
+/// libomp's spin time, and the collective watchdog's timeout.
 void exportRunEnvironment(const RunOptions &o);
 
 } // namespace par::tooling

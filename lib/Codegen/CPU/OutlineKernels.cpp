@@ -11,6 +11,7 @@
 #include "par/Codegen/CPU/Passes.h"
 #include "par/Codegen/KernelKey.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -28,6 +29,41 @@ using namespace mlir;
 using namespace mlir::par;
 
 namespace {
+
+/// The profiler's hooks (par_kernel_abi.h) declared in `module` once.
+std::pair<func::FuncOp, func::FuncOp> profileHooks(ModuleOp module,
+                                                   OpBuilder &b) {
+  MLIRContext *ctx = module.getContext();
+  auto declare = [&](StringRef name, FunctionType type) {
+    if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+      return fn;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
+    fn.setPrivate();
+    return fn;
+  };
+  Type i64 = IntegerType::get(ctx, 64);
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  return {declare("par_rt_k_profile_begin", FunctionType::get(ctx, {}, {i64})),
+          declare("par_rt_k_profile_end",
+                  FunctionType::get(ctx, {ptr, i64}, {}))};
+}
+
+/// Brackets kernel `fn`'s body with the profiler's hooks: its start time
+/// taken on entry, its name and time given back before the return.
+void addProfileHooks(func::FuncOp fn, func::FuncOp begin, func::FuncOp end) {
+  Block &body = fn.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  Location loc = fn.getLoc();
+  Value start = func::CallOp::create(b, loc, begin).getResult(0);
+  b.setInsertionPoint(body.getTerminator());
+  std::string name = (fn.getName() + "_name").str();
+  std::string text = fn.getName().str() + '\0';
+  Value ptr = LLVM::createGlobalString(loc, b, name, text,
+                                       LLVM::Linkage::Internal);
+  func::CallOp::create(b, loc, end, ValueRange{ptr, start});
+}
 
 bool isKernel(Operation *op) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
@@ -117,6 +153,10 @@ struct OutlineKernelsPass
         Kernel k{fn, 0, 0};
         fn.walk([&](Operation *) { ++k.ops; });
         kernels.push_back(k);
+        if (profile) {
+          auto [begin, end] = profileHooks(module, moduleBuilder);
+          addProfileHooks(fn, begin, end);
+        }
       } else {
         fn.erase();
       }

@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "Profile.h"
 #include "Watchdog.h"
 
 #include "../common/Dtype.h"
@@ -173,6 +174,8 @@ public:
     }
     if (ctx.tracing && (counted || traced))
       ctx.trace.push_back({name, startTime, end, bytes});
+    if (profiling())
+      profileRecord(name, end - startTime, 0, bytes);
   }
 
   /// Finishes a local call (all_slice, matmuls): not a collective for the
@@ -566,6 +569,41 @@ PAR_RT_EXPORT par_status_t par_rt_send_async(par_rt_context_t *context,
   return PAR_OK;
 }
 
+namespace {
+
+/// A matmul's record for the profiler, named by its shape ("matmul
+/// 1024x768x768 f32", "batch_matmul 48x256x256x64 f32"): its time from here
+/// to the end of the scope and its 2*batch*M*N*K operations.
+class GemmProfile {
+public:
+  GemmProfile(const char *kind, int64_t batch, int64_t M, int64_t N,
+              int64_t K, int32_t dtype)
+      : kind(kind), batch(batch), M(M), N(N), K(K), dtype(dtype),
+        start(profiling() ? par_rt_now_seconds() : -1) {}
+  ~GemmProfile() {
+    if (start < 0)
+      return;
+    double seconds = par_rt_now_seconds() - start;
+    std::string shape = (batch > 1 || std::strcmp(kind, "matmul") != 0
+                             ? std::to_string(batch) + "x"
+                             : std::string()) +
+                        std::to_string(M) + "x" + std::to_string(N) + "x" +
+                        std::to_string(K);
+    const par_dtype_info_t *type = par_dtype_info(par_dtype_t(dtype));
+    profileRecord(std::string(kind) + " " + shape + " " +
+                      (type ? type->name : "?"),
+                  seconds, 2.0 * double(batch) * M * N * K, 0);
+  }
+
+private:
+  const char *kind;
+  int64_t batch, M, N, K;
+  int32_t dtype;
+  double start;
+};
+
+} // namespace
+
 PAR_RT_EXPORT void par_rt_k_matmul(int64_t a, int64_t b, int64_t c, int64_t M,
                                    int64_t N, int64_t K, int32_t dtype,
                                    int32_t accumulate) {
@@ -575,6 +613,7 @@ PAR_RT_EXPORT void par_rt_k_matmul(int64_t a, int64_t b, int64_t c, int64_t M,
   k.checkBuffer("a", a, k.mul({M, K, es}));
   k.checkBuffer("b", b, k.mul({K, N, es}));
   k.checkBuffer("c", c, k.mul({M, N, es}));
+  GemmProfile profile("matmul", 1, M, N, K, dtype);
   k.finishLocal(k.ops().matmul(k.state(), ptr(a), ptr(b), ptr(c), M, N, K,
                                dtype, accumulate));
 }
@@ -593,6 +632,7 @@ PAR_RT_EXPORT void par_rt_k_batch_matmul_mixed(
   k.checkBuffer("a", a, k.mul({batch, M, K, k.elementSize(dtypeA)}));
   k.checkBuffer("b", b, k.mul({batch, K, N, k.elementSize(dtypeB)}));
   k.checkBuffer("c", c, k.mul({batch, M, N, 4}));
+  GemmProfile profile("batch_matmul_mixed", batch, M, N, K, dtypeA);
   // A device backend takes the 16-bit operands as they are (cuBLAS).
   if (k.ops().batch_matmul_mixed) {
     k.finishLocal(k.ops().batch_matmul_mixed(
@@ -633,6 +673,7 @@ PAR_RT_EXPORT void par_rt_k_batch_matmul(int64_t a, int64_t b, int64_t c,
   k.checkBuffer("a", a, k.mul({batch, M, K, es}));
   k.checkBuffer("b", b, k.mul({batch, K, N, es}));
   k.checkBuffer("c", c, k.mul({batch, M, N, es}));
+  GemmProfile profile("batch_matmul", batch, M, N, K, dtype);
   k.finishLocal(k.ops().batch_matmul(k.state(), ptr(a), ptr(b), ptr(c), batch,
                                      M, N, K, transA, transB, dtype,
                                      accumulate));

@@ -154,12 +154,21 @@ def OutlineKernels : Pass<"par-outline-kernels", "ModuleOp"> {
     `no_inline` (par-emit-packed-entry keeps the latter through the LLVM
     dialect, so LLVM leaves them out of line). `report=true`
     prints the kernels: total, distinct, and the biggest.
+
+    `profile=true` (the default) brackets each kernel's body with the
+    runtime profiler's hooks (`par_rt_k_profile_begin` on entry,
+    `par_rt_k_profile_end(name, start)` before the return, the name an
+    internal string global): `par-run --profile` then times every kernel
+    by name; while the profiler is off a hook is a load and a branch.
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
            "Print the kernel counts">,
+    Option<"profile", "profile", "bool", /*default=*/"true",
+           "Bracket each kernel with the runtime profiler's hooks">,
   ];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def DonateBuffers : Pass<"par-donate-buffers", "ModuleOp"> {
