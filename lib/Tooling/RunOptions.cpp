@@ -34,10 +34,10 @@ The job:
                       rank: no -H/--hostfile (docs/Launch.md)
   --backend cpu|cuda  cuda runs a program compiled with par-compile --target
                       cuda (parameters and state stay in GPU memory)
-  --threads T         threads per rank: OpenMP's parallel loops and OpenBLAS
-                      (default: the host's cores over its ranks, or
-                      OMP_NUM_THREADS / OPENBLAS_NUM_THREADS); the ranks
-                      are bound to T cores each when they fit
+  --threads T         threads per rank, for the parallel loops and the GEMMs
+                      (split over them) alike (default: the host's cores
+                      over its ranks, or OMP_NUM_THREADS); the ranks are
+                      bound to T cores each when they fit
   --memory-limit SIZE each rank's programs may hold at most SIZE (e.g. 2GiB,
                       512MiB: their buffers and the arguments and results
                       par-run keeps), as a device of that size would; past
@@ -436,17 +436,17 @@ int64_t threadsPerRank(const RunOptions &o) {
 }
 
 void exportRunEnvironment(const RunOptions &o) {
-  // Every rank's threads: OpenMP's parallel loops and OpenBLAS, T each
-  // (they take turns: a GEMM, then a loop). --threads T, or the host's
-  // cores shared among its ranks (PyTorch's default takes every core);
-  // OMP_NUM_THREADS and OPENBLAS_NUM_THREADS override the default.
+  // Every rank's threads: T OpenMP threads, which run the parallel loops
+  // and the GEMMs (split over them; OpenBLAS itself keeps one thread, so
+  // that two pools do not compete). --threads T, or the host's cores
+  // shared among its ranks (PyTorch's default takes every core);
+  // OMP_NUM_THREADS overrides the default.
   int64_t threads = threadsPerRank(o);
-  std::string t = std::to_string(threads);
-  setenv("OMP_NUM_THREADS", t.c_str(), o.threads > 0);
-  setenv("OPENBLAS_NUM_THREADS", t.c_str(), 0); // unless set
-  // OpenBLAS is loaded already in this process (a one-rank run goes on
-  // here): its thread count is set directly.
-  par_rt_blas_set_threads(atoi(getenv("OPENBLAS_NUM_THREADS")));
+  setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), o.threads > 0);
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  // The OpenMP runtime is loaded in this process already (a one-rank run
+  // goes on here): its thread count is set directly.
+  par_rt_set_threads(atoi(getenv("OMP_NUM_THREADS")));
   // Idle OpenMP threads: with a core each they spin a while (libomp's
   // default, 200 ms) so that the next parallel loop starts at once; when
   // the ranks' threads share cores they sleep at once instead of spinning

@@ -202,12 +202,10 @@ int runJob(const RunPlan &plan, int argc, char **argv) {
           "them");
   }
   par_rt_context_t *ctx = startRuntime(plan, &argc, &argv);
-  if (par_rt_context_rank(ctx) == 0 && plan.target == "cpu") {
-    const char *omp = getenv("OMP_NUM_THREADS");
-    printf("%s: BLAS: %s; %d BLAS and %s OpenMP threads a rank\n",
-           toolName().c_str(), par_rt_blas_kernels(), par_rt_blas_threads(),
-           omp ? omp : "?");
-  }
+  if (par_rt_context_rank(ctx) == 0 && plan.target == "cpu")
+    printf("%s: BLAS: %s; %d thread%s a rank (loops and GEMMs)\n",
+           toolName().c_str(), par_rt_blas_kernels(), par_rt_threads(),
+           par_rt_threads() == 1 ? "" : "s");
   int status =
       o.pipeline ? runPipeline(ctx, plan) : runModule(ctx, plan);
   fflush(stdout);

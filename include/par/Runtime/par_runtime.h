@@ -168,10 +168,11 @@ par_status_t par_rt_gather_world(par_rt_context_t *context, const void *local,
  * kernels (par's choice: the CPU has AVX-512 with BF16; OpenBLAS had picked
  * Haswell)". A static string, valid for the life of the process. */
 const char *par_rt_blas_kernels(void);
-/* The threads each BLAS call may use (OpenBLAS's own pool): set, and as
- * set (1 for a BLAS without a pool). */
-void par_rt_blas_set_threads(int threads);
-int par_rt_blas_threads(void);
+/* The calling thread's OpenMP threads: the ones the parallel loops of
+ * compiled CPU programs and the runtime's GEMMs (split over them; OpenBLAS
+ * itself runs one thread) use. set overrides OMP_NUM_THREADS. */
+void par_rt_set_threads(int threads);
+int par_rt_threads(void);
 
 /* The kernel profiler (lib/Runtime/core/Profile.cpp; par-run --profile).
  * Between start and stop, every outlined kernel of a compiled CPU program

@@ -12,6 +12,7 @@
 #include "Dtype.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <climits>
@@ -47,6 +48,51 @@ void gemm(int32_t dtype, bool transA, bool transB, int64_t M, int64_t N,
                 static_cast<double *>(c), ldc);
 }
 
+/// Below this many multiply-adds a GEMM runs on the calling thread alone:
+/// waking the others costs more than they save (about 10 us of a 1 GFLOP/s
+/// share at this size).
+constexpr double kParallelMacs = 1 << 20;
+
+/// One GEMM on the calling thread's OpenMP threads (the rank's threads,
+/// the same pool the compiled program's parallel loops use; OpenBLAS
+/// itself runs one thread, so the two never compete for cores): the longer
+/// of M and N cut into one block per thread, multiples of 16 rows or
+/// columns, each block one single-threaded OpenBLAS call on its own part of
+/// C (docs/RationaleCPUKernels.md, "BLAS").
+void parallelGemm(int32_t dtype, bool transA, bool transB, int64_t M,
+                  int64_t N, int64_t K, const void *a, int lda, const void *b,
+                  int ldb, void *c, int ldc, bool accumulate) {
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads <= 1 || double(M) * double(N) * double(K) < kParallelMacs) {
+    gemm(dtype, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
+    return;
+  }
+  bool splitM = M >= N;
+  int64_t D = splitM ? M : N;
+  int64_t blocks = std::min<int64_t>(threads, (D + 15) / 16);
+  int64_t es = dtype == PAR_F32 ? 4 : 8;
+  auto *pa = static_cast<const unsigned char *>(a);
+  auto *pb = static_cast<const unsigned char *>(b);
+  auto *pc = static_cast<unsigned char *>(c);
+  auto edge = [&](int64_t t) {
+    return t >= blocks ? D : (D * t / blocks) / 16 * 16;
+  };
+#pragma omp parallel for num_threads(blocks) schedule(static, 1)
+  for (int64_t t = 0; t < blocks; ++t) {
+    int64_t lo = edge(t), n = edge(t + 1) - lo;
+    if (n <= 0)
+      continue;
+    if (splitM) // rows lo.. of A (stored [K][M] when transposed) and C
+      gemm(dtype, transA, transB, n, N, K,
+           pa + (transA ? lo : lo * lda) * es, lda, pb, ldb,
+           pc + lo * ldc * es, ldc, accumulate);
+    else // columns lo.. of B (stored [N][K] when transposed) and C
+      gemm(dtype, transA, transB, M, n, K, pa, lda,
+           pb + (transB ? lo * ldb : lo) * es, ldb, pc + lo * es, ldc,
+           accumulate);
+  }
+}
+
 } // namespace
 
 void par::rt::hostAllSlice(const void *in, void *out, int64_t A, int64_t n,
@@ -72,8 +118,8 @@ par_status_t par::rt::hostBlasMatmul(const void *a, const void *b, void *c,
   if (exceedsBlasInt(M, N, K, error))
     return PAR_ERR_INVALID_ARGUMENT;
   // Leading dimensions must be >= 1 even for empty matrices (K == 0).
-  gemm(dtype, false, false, M, N, K, a, int(std::max<int64_t>(K, 1)), b,
-       int(N), c, int(N), accumulate);
+  parallelGemm(dtype, false, false, M, N, K, a, int(std::max<int64_t>(K, 1)),
+               b, int(N), c, int(N), accumulate);
   return PAR_OK;
 }
 
@@ -93,8 +139,20 @@ par_status_t par::rt::hostBlasBatchMatmul(const void *a, const void *b,
   auto *pa = static_cast<const unsigned char *>(a);
   auto *pb = static_cast<const unsigned char *>(b);
   auto *pc = static_cast<unsigned char *>(c);
+  // Enough matrices for every thread: one thread a matrix (attention's
+  // heads); fewer: each matrix split over the threads.
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads > 1 && batch >= threads &&
+      double(batch) * M * N * K >= kParallelMacs) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < batch; ++i)
+      gemm(dtype, transA, transB, M, N, K, pa + i * M * K * es, lda,
+           pb + i * K * N * es, ldb, pc + i * M * N * es, int(N), accumulate);
+    return PAR_OK;
+  }
   for (int64_t i = 0; i < batch; ++i)
-    gemm(dtype, transA, transB, M, N, K, pa + i * M * K * es, lda,
-         pb + i * K * N * es, ldb, pc + i * M * N * es, int(N), accumulate);
+    parallelGemm(dtype, transA, transB, M, N, K, pa + i * M * K * es, lda,
+                 pb + i * K * N * es, ldb, pc + i * M * N * es, int(N),
+                 accumulate);
   return PAR_OK;
 }

@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <omp.h>
 #include <string>
 
 #if defined(__x86_64__)
@@ -132,6 +133,11 @@ std::string switchTo(const std::string &core) {
 }
 
 __attribute__((constructor)) void selectBlasKernels() {
+  // par splits its GEMMs over the rank's OpenMP threads (HostKernels.cpp):
+  // OpenBLAS's own pool would compete with them for the cores.
+  using SetFn = void (*)(int);
+  if (auto set = (SetFn)dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))
+    set(1);
   std::string loaded = corename();
   if (loaded.empty()) {
     describe("a BLAS without OpenBLAS's kernel sets");
@@ -166,16 +172,9 @@ __attribute__((constructor)) void selectBlasKernels() {
 
 PAR_RT_EXPORT const char *par_rt_blas_kernels(void) { return description; }
 
-PAR_RT_EXPORT void par_rt_blas_set_threads(int threads) {
-  using SetFn = void (*)(int);
-  if (threads < 1)
-    return;
-  if (auto fn = (SetFn)dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))
-    fn(threads);
+PAR_RT_EXPORT void par_rt_set_threads(int threads) {
+  if (threads >= 1)
+    omp_set_num_threads(threads);
 }
 
-PAR_RT_EXPORT int par_rt_blas_threads(void) {
-  using GetFn = int (*)();
-  auto fn = (GetFn)dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
-  return fn ? fn() : 1;
-}
+PAR_RT_EXPORT int par_rt_threads(void) { return omp_get_max_threads(); }
