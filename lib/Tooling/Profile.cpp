@@ -41,9 +41,8 @@ void printProfile(int64_t firstStep, int64_t steps, double stepSeconds,
     if (r.flops > 0) {
       gemm += r.seconds;
       gemmFlops += r.flops;
-    }
-    if (r.bytes > 0)
-      comm += r.seconds;
+    } else if (r.name.compare(0, 11, "par_kernel_") != 0)
+      comm += r.seconds; // the runtime's collectives and transfers
   }
   auto line = [&](const std::string &name, double calls, double seconds,
                   double flops) {

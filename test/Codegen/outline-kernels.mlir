@@ -6,6 +6,7 @@
 // turned into runtime calls and memref ops stay where they are.
 // RUN: par-opt %s --par-outline-kernels=report=true | FileCheck %s
 // RUN: par-opt %s --par-outline-kernels | FileCheck %s --check-prefix=IR
+// RUN: par-opt %s --par-outline-kernels=profile=false | FileCheck %s --check-prefix=NOHOOKS
 // RUN: par-opt %s --par-lower-cpu | FileCheck %s --check-prefix=LLVM
 // RUN: par-opt %s --par-lower-cpu=outline-kernels=false | FileCheck %s --check-prefix=FLAT
 
@@ -30,9 +31,15 @@
 // IR:       func.func private @[[GELU]](%{{.*}}: memref<8x16xf32>, %{{.*}}: memref<8x16xf32>)
 // IR-SAME:    no_inline
 // IR-SAME:    par.kernel
+// IR-NEXT:    %[[T:.*]] = call @par_rt_k_profile_begin() : () -> i64
 // IR-NEXT:    %[[C:.*]] = arith.constant 5.000000e-01 : f32
 // IR-NEXT:    linalg.generic
 // IR:           arith.mulf %{{.*}}, %[[C]]
+// The profiler's hooks (par-run --profile): the kernel's name and start.
+// IR:         %[[N:.*]] = llvm.mlir.addressof @[[GELU]]_name
+// IR-NEXT:    %[[P:.*]] = llvm.getelementptr %[[N]][0, 0]
+// IR-NEXT:    call @par_rt_k_profile_end(%[[P]], %[[T]])
+// IR-NEXT:    return
 // IR:       func.func private @[[SCALE]](%{{.*}}: memref<8x16xf32>, %{{.*}}: f32)
 // IR:       func.func private @[[FILL]]
 // IR:         linalg.fill
@@ -49,6 +56,7 @@
 // LLVM-SAME:    no_inline, optimize_none
 // LLVM-LABEL: llvm.func internal @par_kernel_0_generic
 // LLVM-SAME:    no_inline
+// NOHOOKS-NOT: profile
 // FLAT-NOT:   par_kernel
 // FLAT-LABEL: llvm.func @layers
 // FLAT:         llvm.fmul
