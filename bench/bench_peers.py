@@ -15,6 +15,9 @@ eps 1e-8, weight decay 0.01):
   the same weights and batch (.npy files par-run reads with --input);
   their losses are compared step by step with par's (relative).
 
+  GEMMs (first; --no-gemm skips): par's GEMM GFLOP/s against torch.matmul's
+  at GPT-2's five shapes, T threads, best of 20 each.
+
   8 ranks (--ranks8, gpt2 only): dp2 x tp2 x pp2 (2 stages, 1F1B over 4
   micro-batches, global batch 8), par-run -n 8 --pipeline on the same 2
   cores, against one PyTorch process (T threads) at the same global batch.
@@ -50,7 +53,19 @@ ROWS = {
     "gpt2": {"layers": 12, "dmodel": 768, "heads": 12, "seq": 256, "vocab": 50257, "batch": 4},
     "small": {"layers": 4, "dmodel": 512, "heads": 8, "seq": 256, "vocab": 50257, "batch": 4},
 }
-TARGETS = {"compile": 0.9, "jax": 0.7, "ranks8": 1.5}
+TARGETS = {"compile": 0.9, "jax": 0.7, "ranks8": 1.5, "gemm": 0.9}
+# (M, N, K) of GPT-2 124M's GEMMs at 1,024 tokens: the q/k/v/o projections,
+# the MLP's two, the LM head; and one attention head's scores (S=256).
+GEMMS = [(1024, 768, 768), (1024, 3072, 768), (1024, 768, 3072),
+         (1024, 50257, 768), (256, 256, 64)]
+MATMUL_MLIR = """func.func @mm(%a: tensor<{M}x{K}xf32>, %b: tensor<{K}x{N}xf32>) -> tensor<{M}x{N}xf32> {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{M}x{N}xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<{M}x{N}xf32>) -> tensor<{M}x{N}xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<{M}x{K}xf32>, tensor<{K}x{N}xf32>) outs(%f : tensor<{M}x{N}xf32>) -> tensor<{M}x{N}xf32>
+  return %r : tensor<{M}x{N}xf32>
+}}
+"""
 
 
 def cfg_of(row):
@@ -92,6 +107,49 @@ def worker_torch(args):
     print(json.dumps({"times": times, "losses": losses, "torch": torch.__version__,
                       "threads": torch.get_num_threads()}))
     return 0
+
+
+def worker_gemm(args):
+    """torch.matmul's best of 20 at each of GEMMS (f32, T threads)."""
+    import torch
+    torch.set_num_threads(args.threads)
+    out = []
+    for M, N, K in GEMMS:
+        a, b = torch.randn(M, K), torch.randn(K, N)
+        a @ b
+        best = 1e9
+        for _ in range(20):
+            t0 = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - t0)
+        out.append(best)
+    print(json.dumps({"seconds": out}))
+    return 0
+
+
+def gemms(args, root):
+    """par's GEMM (a compiled one-matmul program, par-run --repeat 20: the
+    program call alone, its zero fill included) against torch.matmul."""
+    par = []
+    for M, N, K in GEMMS:
+        work = root / ("mm%dx%dx%d" % (M, N, K))
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "mm.mlir").write_text(MATMUL_MLIR.format(M=M, N=N, K=K))
+        run([BIN / "par-compile", work / "mm.mlir", "-o", work / "art", "--no-reference"])
+        out = run([BIN / "par-run", "-n", 1, work / "art", "--repeat", 20, "--threads",
+                   args.threads], env=thread_env(args.threads))
+        par.append(float(re.search(r"rank 0: ([0-9.e+-]+) s", out).group(1)))
+    torch = json.loads(run([args.torch, __file__, "--worker", "gemm", "--threads", args.threads],
+                           env=thread_env(args.threads)).strip().splitlines()[-1])["seconds"]
+    print("\n== GEMMs (f32, %d threads): par (par-run --repeat 20, best) vs torch.matmul (best of 20)"
+          % args.threads)
+    print("   %-18s %10s %10s %9s" % ("M x N x K", "par GF/s", "torch GF/s", "par/torch"))
+    for (M, N, K), p, t in zip(GEMMS, par, torch):
+        fl = 2.0 * M * N * K
+        r = (fl / p) / (fl / t)
+        print("   %-18s %10.0f %10.0f %9.2f %s" % ("%dx%dx%d" % (M, N, K), fl / p / 1e9,
+                                                 fl / t / 1e9, r,
+                                                 ">= %.1f %s" % (TARGETS["gemm"], "ok" if r >= TARGETS["gemm"] else "MISSED")))
 
 
 def worker_jax(args):
@@ -163,8 +221,21 @@ def worker_jax(args):
 # Driver
 # --------------------------------------------------------------------------
 
+def thread_env(threads):
+    """T threads for every side, and nothing else forced: no
+    OMP_WAIT_POLICY (bench_train.py's passive policy makes every OpenMP
+    runtime sleep between parallel regions: par's GPT-2 step 2.97 -> 3.85
+    s, and PyTorch's slower too), no binding policy (par-run binds its
+    ranks itself)."""
+    env = dict(os.environ)
+    env.pop("OMP_WAIT_POLICY", None)
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = str(threads)
+    return env
+
+
 def peer(python, kind, mode, cfg, work, steps, threads):
-    env = bt.thread_env(threads)
+    env = thread_env(threads)
     out = run([python, __file__, "--worker", kind, "--mode", mode, "--cfg", json.dumps(cfg),
                "--workdir", work, "--steps", steps, "--threads", threads], env=env)
     return json.loads(out.strip().splitlines()[-1])
@@ -194,7 +265,7 @@ def one_rank(row, args, root):
     res = {}
     res["par"] = par_steps([BIN / "par-run", "-n", 1, work / "art", "--entry", "gpt_step",
                             "--steps", args.steps, "--threads", args.threads]
-                           + bt.par_inputs(work, names), env=bt.thread_env(args.threads))
+                           + bt.par_inputs(work, names), env=thread_env(args.threads))
     res["eager"] = peer(args.torch, "torch", "eager", cfg, work, args.steps, args.threads)
     res["compile"] = peer(args.torch, "torch", "compile", cfg, work, args.steps, args.threads)
     if args.jax:
@@ -214,7 +285,8 @@ def ranks8(args, root):
     run([BIN / "par-compile", model, "-o", work / "art", "--no-reference",
          "--options=optimizer=adamw lr=0.001 stages=2 micro-batches=%d" % m])
     res = {"par": par_steps([BIN / "par-run", "-n", 8, work / "art", "--pipeline",
-                             "--data", bt.CORPUS, "--steps", args.steps8])}
+                             "--data", bt.CORPUS, "--steps", args.steps8],
+                            env=thread_env(1))}
     # One PyTorch process at the same global batch, from the same init scales.
     import numpy as np
     one = root / "ranks8-torch"
@@ -240,7 +312,8 @@ def main(argv):
     ap.add_argument("--steps8", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--keep", default=None)
-    ap.add_argument("--worker", choices=["torch", "jax"], help=argparse.SUPPRESS)
+    ap.add_argument("--no-gemm", action="store_true", help="skip the GEMM table")
+    ap.add_argument("--worker", choices=["torch", "jax", "gemm"], help=argparse.SUPPRESS)
     ap.add_argument("--mode", help=argparse.SUPPRESS)
     ap.add_argument("--cfg", help=argparse.SUPPRESS)
     ap.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -249,6 +322,8 @@ def main(argv):
         return worker_torch(args)
     if args.worker == "jax":
         return worker_jax(args)
+    if args.worker == "gemm":
+        return worker_gemm(args)
     if not args.torch:
         import glob
         found = sorted(glob.glob(os.path.expanduser("~/.cache/par/venv-*/bin/python")))
@@ -258,6 +333,8 @@ def main(argv):
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="par-peers-"))
     status = 0
     try:
+        if not args.no_gemm:
+            gemms(args, root)
         for row in [r for r in args.rows.split(",") if r]:
             res = one_rank(row, args, root)
             c = ROWS[row]
