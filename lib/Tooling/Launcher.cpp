@@ -56,6 +56,10 @@ int64_t availableCores() {
   return std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+bool threadsFitCores(int64_t ranks, int64_t threads) {
+  return ranks * threads <= availableCores();
+}
+
 bool insideMPIJob() {
   // The runtime's test, plus the mark a re-launched par-run carries.
   return par_rt_inside_mpi_job() || getenv("PAR_RUN_WORKER");
@@ -120,7 +124,7 @@ std::vector<std::string> mpirunArgs(int64_t ranks, const HostList &hosts,
   // when they fit, no binding when the cores are shared anyway.
   bool local = hosts.hostfile.empty() && hosts.hosts.empty();
   if (local && threads > 1) {
-    if (ranks * threads <= availableCores())
+    if (threadsFitCores(ranks, threads))
       args.insert(args.end(), {"--map-by", "slot:PE=" + std::to_string(threads),
                                "--bind-to", "core"});
     else

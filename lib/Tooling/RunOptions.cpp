@@ -432,6 +432,8 @@ int64_t localRanks(const RunOptions &o) {
 int64_t threadsPerRank(const RunOptions &o) {
   if (o.threads > 0)
     return o.threads;
+  if (const char *env = getenv("OMP_NUM_THREADS"); env && atoll(env) > 0)
+    return atoll(env);
   return std::max<int64_t>(1, availableCores() / localRanks(o));
 }
 
@@ -451,7 +453,7 @@ void exportRunEnvironment(const RunOptions &o) {
   // default, 200 ms) so that the next parallel loop starts at once; when
   // the ranks' threads share cores they sleep at once instead of spinning
   // against BLAS and the other ranks.
-  if (localRanks(o) * threads > availableCores())
+  if (!threadsFitCores(localRanks(o), threads))
     setenv("KMP_BLOCKTIME", "0", 0);
   // The runtime's watchdog reads it (Watchdog.h).
   if (!o.collectiveTimeout.empty())

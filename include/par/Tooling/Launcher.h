@@ -25,6 +25,9 @@ bool insideMPIJob();
 
 /// The cores this process may run on (its affinity mask; at least 1).
 int64_t availableCores();
+/// Whether `ranks` ranks of `threads` threads each have a core per thread
+/// here (they are then bound and their idle threads spin briefly).
+bool threadsFitCores(int64_t ranks, int64_t threads);
 
 /// A fresh directory under $TMPDIR (or /tmp) for one job's session files;
 /// fatal if it cannot be made.

@@ -72,8 +72,8 @@ RunOptions parseRunOptions(int argc, char **argv);
 /// par-run's usage text, on stderr.
 void printRunUsage();
 
-/// The threads each rank runs: --threads, or the host's cores shared
-/// among the ranks on it (at least 1).
+/// The threads each rank runs: --threads, else OMP_NUM_THREADS, else the
+/// host's cores shared among the ranks on it (at least 1).
 int64_t threadsPerRank(const RunOptions &o);
 
 /// Sets the environment the ranks inherit (mpirun forwards it): OpenMP
