@@ -19,7 +19,7 @@
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Launcher.h"
 
-#include "par/Support/Json.h"
+#include "par/Manifest/Json.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -92,22 +92,6 @@ std::string rankFile(int64_t rank) {
   char buf[32];
   snprintf(buf, sizeof(buf), "rank-%05lld.bin", (long long)rank);
   return buf;
-}
-
-std::string quote(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if ((unsigned char)c < 0x20) {
-      char buf[8];
-      snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string intList(const std::vector<int64_t> &v) {
@@ -328,13 +312,13 @@ std::string manifestText(const CheckpointMeta &meta,
   std::string s = "{\n  \"format\": \"par-checkpoint\",\n  \"version\": 1,\n";
   s += "  \"step\": " + std::to_string(meta.step) + ",\n";
   s += "  \"seed\": " + std::to_string(meta.seed) + ",\n";
-  s += "  \"data\": " + quote(meta.data) + ",\n";
+  s += "  \"data\": " + jsonQuote(meta.data) + ",\n";
   s += "  \"data_crc32\": " + std::to_string(meta.dataCrc) + ",\n";
-  s += "  \"function\": " + quote(meta.function) + ",\n";
-  s += "  \"layout\": " + quote(meta.layout) + ",\n";
+  s += "  \"function\": " + jsonQuote(meta.function) + ",\n";
+  s += "  \"layout\": " + jsonQuote(meta.layout) + ",\n";
   s += "  \"mesh\": [";
   for (size_t a = 0; a < meta.axisNames.size(); ++a)
-    s += std::string(a ? ", " : "") + "{\"name\": " + quote(meta.axisNames[a]) +
+    s += std::string(a ? ", " : "") + "{\"name\": " + jsonQuote(meta.axisNames[a]) +
          ", \"size\": " + std::to_string(meta.axisSizes[a]) + "}";
   s += "],\n  \"tensors\": [";
   bool firstTensor = true;
@@ -355,23 +339,23 @@ std::string manifestText(const CheckpointMeta &meta,
       return "";
     }
     s += std::string(firstTensor ? "\n" : ",\n") + "    {\"key\": " +
-         quote(key) + ", \"name\": " + quote(info.name) + ", \"aliases\": [";
+         jsonQuote(key) + ", \"name\": " + jsonQuote(info.name) + ", \"aliases\": [";
     firstTensor = false;
     for (size_t i = 0; i < info.aliases.size(); ++i)
-      s += (i ? ", " : "") + quote(info.aliases[i]);
-    s += "], \"dtype\": " + quote(info.dtype) +
+      s += (i ? ", " : "") + jsonQuote(info.aliases[i]);
+    s += "], \"dtype\": " + jsonQuote(info.dtype) +
          ", \"global_shape\": " + intList(info.global) + ", \"dims\": [";
     for (size_t d = 0; d < info.dims.size(); ++d) {
       s += d ? ", [" : "[";
       for (size_t k = 0; k < info.dims[d].size(); ++k)
-        s += (k ? ", " : "") + quote(info.dims[d][k]);
+        s += (k ? ", " : "") + jsonQuote(info.dims[d][k]);
       s += "]";
     }
     s += std::string("], \"layout_bound\": ") +
          (info.layoutBound ? "true" : "false") + ",\n     \"shards\": [";
     for (size_t k = 0; k < list.size(); ++k)
       s += std::string(k ? ",\n                " : "") +
-           "{\"file\": " + quote(rankFile(list[k].rank)) +
+           "{\"file\": " + jsonQuote(rankFile(list[k].rank)) +
            ", \"offset\": " + std::to_string(list[k].offset) +
            ", \"bytes\": " + std::to_string(list[k].bytes) +
            ", \"crc32\": " + std::to_string(list[k].crc) +

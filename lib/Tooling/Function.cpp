@@ -8,7 +8,7 @@
 
 #include "par/Tooling/Function.h"
 
-#include "par/Target/Manifest/ManifestSchema.h"
+#include "par/Manifest/Schema.h"
 #include "par/Tooling/Diagnostics.h"
 
 #include <algorithm>
@@ -91,37 +91,12 @@ HostContextScope::HostContextScope(bool needed) {
 
 HostContextScope::~HostContextScope() { par_rt_context_destroy(ctx); }
 
-bool Tensor::sameLayout(const Tensor &o) const {
-  return dtype == o.dtype && local == o.local && dims == o.dims &&
-         partial == o.partial;
-}
-
-bool Tensor::errorFeedback() const {
-  return role == ::par::manifest::key::kRoleErrorFeedback;
-}
-
-bool Tensor::compressionState() const {
-  return errorFeedback() ||
-         role == ::par::manifest::key::kRoleCompressionStep;
-}
-
-bool Tensor::replicated() const {
-  for (const std::vector<int64_t> &d : dims)
-    if (!d.empty())
-      return false;
-  return partial.empty();
-}
-
 namespace {
 
 Tensor tensorFrom(const par_function_t *fn, par_io_t io, int64_t index,
                   const par_tensor_info_t &info) {
   Tensor t;
-  const par_dtype_info_t *d = par_dtype_info(info.dtype);
-  t.dtype = info.dtype;
-  t.dtypeName = d->name;
-  t.elementSize = d->element_size;
-  t.isFloat = d->is_float;
+  t.setDtype(info.dtype);
   t.global.assign(info.global_shape, info.global_shape + info.rank);
   t.local.assign(info.local_shape, info.local_shape + info.rank);
   const int64_t *axes = info.dim_axes;

@@ -104,14 +104,18 @@ Results and reports:
                       names and aliases (the segments of a fused parameter
                       as the fused tensor); written atomically
   --verify            compare with the unsharded program on 1 rank from the
-                      same inputs: the results, after --steps N the loss of
-                      every step and the final parameters and optimizer
-                      state (with --pipeline: the unpipelined step's)
+                      same inputs: the results; after --steps N the loss of
+                      every step, and the last step's parameters and
+                      optimizer state against the reference's step from the
+                      same state, elementwise (with --pipeline: the
+                      unpipelined step's)
   --rtol X            verify tolerance (relative to the reference's largest
                       magnitude); default 1e-5 for f32, 1e-12 for f64, 1e-3
                       for f16, 1e-2 for bf16 and mixed precision; a cuda
                       program: 1e-4 for f32, 1e-10 for f64, 1e-2 for f16,
                       2e-2 for bf16 (GPU reductions sum in another order)
+  --state-rtol X      verify tolerance of the trained parameters and
+                      optimizer state (default: --rtol's)
   --loss-csv FILE     with --steps: step,loss,seconds per step
   --loss-plot FILE.svg  with --steps: plot the loss per step
   --alloc-stats       with --steps: rank 0's buffer-pool counts per step
@@ -353,6 +357,8 @@ bool parseReportOption(const std::string &a,
     r.verify = true;
   } else if (a == "--rtol") {
     r.rtol = nonNegative(a, next(), "a non-negative number");
+  } else if (a == "--state-rtol") {
+    r.stateRtol = nonNegative(a, next(), "a non-negative number");
   } else if (a == "--loss-csv") {
     r.train.lossCsv = next();
   } else if (a == "--loss-plot") {

@@ -2,7 +2,7 @@
 
 #include "par/Tooling/RunPlan.h"
 
-#include "par/Target/Manifest/ManifestSchema.h"
+#include "par/Manifest/Schema.h"
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Function.h"
 #include "par/Tooling/Launcher.h"

@@ -12,7 +12,7 @@
 
 // The session library's JSON reader (internal to it; shared here rather than
 // duplicated).
-#include "par/Support/Json.h"
+#include "par/Manifest/Json.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -57,24 +57,6 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
-}
-
-/// A JSON string literal.
-std::string quote(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c < 0x20) {
-      char buf[8];
-      snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 } // namespace
@@ -246,10 +228,10 @@ bool writeSafetensors(const std::string &path,
             });
   std::string header = "{";
   if (!metadata.empty()) {
-    header += quote("__metadata__") + ":{";
+    header += jsonQuote("__metadata__") + ":{";
     bool first = true;
     for (const auto &[k, v] : metadata) {
-      header += (first ? "" : ",") + quote(k) + ":" + quote(v);
+      header += (first ? "" : ",") + jsonQuote(k) + ":" + jsonQuote(v);
       first = false;
     }
     header += "}";
@@ -269,7 +251,7 @@ bool writeSafetensors(const std::string &path,
     std::string shape;
     for (size_t d = 0; d < t.shape.size(); ++d)
       shape += (d ? "," : "") + std::to_string(t.shape[d]);
-    header += (i > 0 || !metadata.empty() ? "," : "") + quote(t.name) +
+    header += (i > 0 || !metadata.empty() ? "," : "") + jsonQuote(t.name) +
               ":{\"dtype\":\"" + safetensorsDtypeName(t.dtype) +
               "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
               std::to_string(offset) + "," + std::to_string(offset + bytes) +

@@ -65,6 +65,10 @@ bool TrainDriver::loop(TrainLog &log, const LossScaling &scaling) {
     injectStepFaults(rank, step);
     if (o.profile && step == profileFrom)
       par_rt_profile_start();
+    // --verify after several steps checks the last one from the state it
+    // ran on (StepExecutor::keepLastStepInputs).
+    if (o.verify && o.train.steps > 1 && step == o.train.steps)
+      exec.keepLastStepInputs();
     StepOutcome r = exec.step(step);
     if (o.profile && step >= profileFrom)
       profiled += r.seconds;

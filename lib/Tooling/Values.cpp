@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Tooling/Values.h"
-#include "par/Target/Manifest/ManifestSchema.h"
+#include "par/Manifest/Schema.h"
 
 #include <algorithm>
 #include <cmath>

@@ -16,7 +16,7 @@
 // dtype, global and local shapes, sharding and the initialiser in the
 // schema's spelling ("uniform:<scale>" with the shortest decimal). Private
 // functions are not entry points. The manifest carries its schema version
-// (ManifestSchema.h's kVersion), which par-run checks.
+// (par/Manifest/Schema.h's kVersion), which par-run checks.
 // CHECK:      {
 // CHECK-NEXT:   "functions": [
 // CHECK:          "inputs": [

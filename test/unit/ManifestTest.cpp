@@ -2,7 +2,7 @@
 //
 // Target/Manifest (par-export-manifest) and the session's reader
 // (lib/Runtime/session, par_session.h) and lib/Tooling's Function share
-// ManifestSchema.h; these tests write a manifest from IR and read it back
+// par/Manifest/Schema.h; these tests write a manifest from IR and read it back
 // through both: gradient compression (par.compression -> "compression" ->
 // par_function_info_t.compression_* -> Function::compression) and
 // error-feedback inputs (par.error_feedback -> "role": "error_feedback"),

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "par/Manifest/Json.h"
 #include "par/Schedule/Schedule.h"
 
 #include <cerrno>
@@ -26,6 +27,7 @@
 #include <vector>
 
 using namespace par::pipeline;
+using par::jsonQuote;
 
 namespace {
 
@@ -72,23 +74,6 @@ std::string fixed(double x) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.6f", x);
   return buf;
-}
-
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::string jsonNumber(double x) {
@@ -310,7 +295,7 @@ std::string jsonTimetable(const Timetable &tt) {
       const TimedAction &t = tt.ranks[r][i];
       std::string name = formatAction(t.action);
       s += (i ? "," : "") + std::string("{\"op\":") +
-           jsonString(name.substr(0, name.find('('))) +
+           jsonQuote(name.substr(0, name.find('('))) +
            ",\"mb\":" + std::to_string(t.action.mb) +
            ",\"stage\":" + std::to_string(t.action.stage) +
            ",\"start\":" + jsonNumber(t.start) +
@@ -336,7 +321,7 @@ std::string jsonMetrics(const Metrics &mt) {
 std::string jsonVerify(const VerifyResult &vr) {
   std::string errors = "[";
   for (size_t i = 0; i < vr.errors.size(); ++i)
-    errors += (i ? "," : "") + jsonString(vr.errors[i]);
+    errors += (i ? "," : "") + jsonQuote(vr.errors[i]);
   return "{\"ok\":" + std::string(vr.ok ? "true" : "false") +
          ",\"transfers\":" + std::to_string(vr.transfers) +
          ",\"blocking_makespan\":" + jsonNumber(vr.blockingMakespan) +
@@ -396,14 +381,14 @@ int runSchedule(const Options &o) {
         "{\"schedule\":%s,%s,%s,\"expected\":{\"bubble_fraction\":%s,"
         "\"bubble_ratio\":%s,\"fraction_formula\":%s,\"ratio_formula\":%s,"
         "\"peak_rank0\":%d,\"exact\":%s},\"verify\":%s,\"timetable\":%s%s}\n",
-        jsonString(getScheduleName(config.kind)).c_str(),
+        jsonQuote(getScheduleName(config.kind)).c_str(),
         jsonShape(config.shape, config.costs).c_str(),
         jsonMetrics(mt).c_str(), jsonNumber(e.fraction).c_str(),
-        jsonNumber(e.ratio).c_str(), jsonString(e.fractionFormula).c_str(),
-        jsonString(e.ratioFormula).c_str(), e.peakRank0,
+        jsonNumber(e.ratio).c_str(), jsonQuote(e.fractionFormula).c_str(),
+        jsonQuote(e.ratioFormula).c_str(), e.peakRank0,
         e.exact ? "true" : "false", jsonVerify(vr).c_str(),
         jsonTimetable(tt).c_str(),
-        o.diagram ? (",\"diagram\":" + jsonString(renderDiagram(tt))).c_str()
+        o.diagram ? (",\"diagram\":" + jsonQuote(renderDiagram(tt))).c_str()
                   : "");
   } else {
     Metrics mt = computeMetrics(tt);
@@ -446,7 +431,7 @@ int runVerifyFile(const Options &o) {
       vr.ok && simulateTimetable(shape, computeOnly(programs), o.costs, tt,
                                  error);
   if (o.json) {
-    std::printf("{\"file\":%s,%s,\"verify\":%s", jsonString(o.verifyFile).c_str(),
+    std::printf("{\"file\":%s,%s,\"verify\":%s", jsonQuote(o.verifyFile).c_str(),
                 jsonShape(shape, o.costs).c_str(), jsonVerify(vr).c_str());
     if (haveTimetable)
       std::printf(",%s,\"timetable\":%s", jsonMetrics(computeMetrics(tt)).c_str(),

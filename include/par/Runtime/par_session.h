@@ -299,7 +299,7 @@ typedef struct par_tensor_info_t {
   const int64_t *partial_axes;
   par_reduction_t partial_kind;
   /* The program's initialiser (par.init): "", "zeros", "ones" or
-   * "uniform:<scale>" (the manifest's spelling, ManifestSchema.h). */
+   * "uniform:<scale>" (the manifest's spelling, par/Manifest/Schema.h). */
   const char *init;
   /* The input's role: "", "loss_scale" (the train state's loss scale, fed
    * by the driver; par-loss-scale) or "error_feedback" (an error-feedback

@@ -15,6 +15,7 @@
 #ifndef PAR_TOOLING_FUNCTION_H
 #define PAR_TOOLING_FUNCTION_H
 
+#include "par/Manifest/Tensor.h"
 #include "par/Runtime/par_session.h"
 
 #include <optional>
@@ -65,48 +66,9 @@ private:
   int64_t size = 0;
 };
 
-/// One input or output of a function.
-struct Tensor {
-  par_dtype_t dtype = PAR_F32;
-  std::string dtypeName;
-  int64_t elementSize = 0;
-  bool isFloat = false;
-  std::vector<int64_t> global, local;
-  std::vector<std::vector<int64_t>> dims; // mesh axes splitting each dim
-  std::vector<int64_t> partial;           // mesh axes holding partial sums
-  par_reduction_t partialKind = PAR_SUM;
-  std::string init;
-  std::string role; // "", "loss_scale", "error_feedback",
-                    // "compression_step", "tokens" or "targets"
-  /// The frontend's PyTorch name ("" without: par.name), a tied
-  /// parameter's other names (par.aliases) and a tokens/targets input's
-  /// vocabulary (values in [0, vocab); 0: none).
-  std::string name;
-  std::vector<std::string> aliases;
-  /// A segment of a fused parameter (par.slice): the fused tensor's name
-  /// ("" if none), the dimension and offset of the slice in it, and the
-  /// fused tensor's size in that dimension when the slice reaches past it
-  /// (0: it does not): the rest is padding (a vocabulary padded to a
-  /// multiple of tp), zero on load and dropped on save.
-  std::string sliceOf;
-  int64_t sliceDim = 0, sliceOffset = 0, sliceExtent = 0;
-  int64_t vocab = 0;
-  int64_t globalCount = 1, localCount = 1;
-
-  /// An error-feedback buffer of gradient compression (role
-  /// "error_feedback"): train state the unsharded reference does not have.
-  bool errorFeedback() const;
-  /// An error-feedback buffer or the compression's warm-up step counter:
-  /// state of the sharded program that its reference does not have.
-  bool compressionState() const;
-
-  int64_t localBytes() const { return localCount * elementSize; }
-  int64_t globalBytes() const { return globalCount * elementSize; }
-  /// Same element type, local shape and sharding.
-  bool sameLayout(const Tensor &o) const;
-  /// No dimension split and no partial axis.
-  bool replicated() const;
-};
+/// One input or output of a function: the manifest's description, as
+/// the session's par_tensor_info_t hands it out.
+using Tensor = manifest::Tensor;
 
 /// How messages name input `index` of `f`: "argK", followed by
 /// " (NAME)" when the input has a PyTorch name.

@@ -56,6 +56,9 @@ struct RunOptions {
   std::string saveWeights; // where the trained named inputs go
   bool verify = false;
   double rtol = -1; // < 0: the dtype's default tolerance
+  /// The trained state's tolerance under --verify (< 0: rtol's).
+  double stateRtol = -1;
+  double stateTolerance() const { return stateRtol >= 0 ? stateRtol : rtol; }
   SamplingOptions sample; // count > 0: sample after training
   std::string sampleEntry;
   std::string trace;      // pipelined runs: a Chrome trace of the last step

@@ -55,6 +55,11 @@ public:
   virtual double tokensPerStep() const = 0;
   /// Runs step `step` (from 1). Collective.
   virtual StepOutcome step(int64_t step) = 0;
+  /// --verify after several steps: called before the last step, gathers
+  /// to rank 0 the global state that step starts from (parameters,
+  /// optimizer and loss-scale state), so that verify() can run the
+  /// reference's step from it. Collective.
+  virtual void keepLastStepInputs() = 0;
   /// Loss scaling: the scale the next step runs with.
   virtual double nextLossScale() const = 0;
   /// The state this rank updated in the last step (the non-finite check).
@@ -74,8 +79,11 @@ public:
   /// for verify). Collective.
   virtual void writeResults() = 0;
   /// Rank 0: --verify against the unsharded reference, which runs the
-  /// same steps from the same start; `losses` are this run's. Returns the
-  /// exit status.
+  /// same steps from the same start; `losses` are this run's, checked
+  /// against the reference's. After one step the results are compared;
+  /// after several, the last step's results against the reference's
+  /// step from the state kept by keepLastStepInputs, elementwise at one
+  /// step's tolerance (docs/Verification.md). Returns the exit status.
   virtual int verify(const std::vector<double> &losses) = 0;
   /// --sample: text from the trained model. Collective.
   virtual void sample() = 0;

@@ -8,7 +8,7 @@
 
 #include "par/Codegen/CPU/Buffers.h"
 #include "par/Codegen/CPU/Passes.h"
-#include "par/Target/Manifest/ManifestSchema.h"
+#include "par/Manifest/Schema.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Support/FileUtilities.h"

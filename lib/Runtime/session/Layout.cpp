@@ -33,7 +33,7 @@ int64_t rankOf(const std::vector<int64_t> &sizes,
   return r;
 }
 
-std::vector<int64_t> blockOffset(const FunctionSpec &f, const TensorSpec &t,
+std::vector<int64_t> blockOffset(const FunctionSpec &f, const Tensor &t,
                                  const std::vector<int64_t> &coords) {
   std::vector<int64_t> off(t.global.size(), 0);
   for (size_t d = 0; d < t.global.size(); ++d) {
@@ -48,7 +48,7 @@ std::vector<int64_t> blockOffset(const FunctionSpec &f, const TensorSpec &t,
 namespace {
 
 /// The value a partial block holds where it contributes nothing.
-double neutralOf(const TensorSpec &t) {
+double neutralOf(const Tensor &t) {
   double inf = std::numeric_limits<double>::infinity();
   double neutral = t.partialKind == PAR_MAX   ? -inf
                    : t.partialKind == PAR_MIN ? inf
@@ -66,7 +66,7 @@ double neutralOf(const TensorSpec &t) {
 
 } // namespace
 
-void extractBlock(const FunctionSpec &f, const TensorSpec &t,
+void extractBlock(const FunctionSpec &f, const Tensor &t,
                   const std::vector<int64_t> &coords, const char *global,
                   char *local) {
   int64_t es = par_dtype_info(t.dtype)->element_size;
@@ -84,7 +84,7 @@ void extractBlock(const FunctionSpec &f, const TensorSpec &t,
   });
 }
 
-void assembleBlocks(const FunctionSpec &f, const TensorSpec &t,
+void assembleBlocks(const FunctionSpec &f, const Tensor &t,
                     const char *blocks, int64_t world,
                     const std::vector<int64_t> &sourceCoords, char *global) {
   int64_t es = par_dtype_info(t.dtype)->element_size;

@@ -12,24 +12,27 @@
 #ifndef PAR_RUNTIME_SESSION_LAYOUT_H
 #define PAR_RUNTIME_SESSION_LAYOUT_H
 
-#include "Manifest.h"
+#include "par/Manifest/Manifest.h"
 
 #include <vector>
 
 namespace par::session {
+
+using manifest::FunctionSpec;
+using manifest::Tensor;
 
 std::vector<int64_t> coordsOf(const std::vector<int64_t> &sizes, int64_t rank);
 int64_t rankOf(const std::vector<int64_t> &sizes,
                const std::vector<int64_t> &coords);
 
 /// Per-dimension offset of the block at mesh coordinates `coords`.
-std::vector<int64_t> blockOffset(const FunctionSpec &f, const TensorSpec &t,
+std::vector<int64_t> blockOffset(const FunctionSpec &f, const Tensor &t,
                                  const std::vector<int64_t> &coords);
 
 /// Calls fn(localLinear, globalLinear) for every element of the block at
 /// `offset`.
 template <typename Fn>
-void forEachElement(const TensorSpec &t, const std::vector<int64_t> &offset,
+void forEachElement(const Tensor &t, const std::vector<int64_t> &offset,
                     Fn fn) {
   size_t rank = t.local.size();
   std::vector<int64_t> idx(rank, 0);
@@ -47,13 +50,13 @@ void forEachElement(const TensorSpec &t, const std::vector<int64_t> &offset,
 }
 
 /// This rank's block of `global` (see par_function_scatter).
-void extractBlock(const FunctionSpec &f, const TensorSpec &t,
+void extractBlock(const FunctionSpec &f, const Tensor &t,
                   const std::vector<int64_t> &coords, const char *global,
                   char *local);
 
 /// Assembles the global tensor from `world` blocks laid one after the other
 /// in `blocks` (rank order); see par_function_gather.
-void assembleBlocks(const FunctionSpec &f, const TensorSpec &t,
+void assembleBlocks(const FunctionSpec &f, const Tensor &t,
                     const char *blocks, int64_t world,
                     const std::vector<int64_t> &sourceCoords, char *global);
 

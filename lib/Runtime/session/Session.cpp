@@ -19,7 +19,7 @@
 #include "par/Runtime/par_session.h"
 
 #include "Layout.h"
-#include "Manifest.h"
+#include "par/Manifest/Manifest.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -31,6 +31,9 @@
 #include <vector>
 
 using namespace par::session;
+using par::manifest::Manifest;
+using par::manifest::PipelineSpec;
+using par::manifest::StageSpec;
 
 /// libpar_runtime_gpu.so's C API (include/par/Runtime/par_gpu.h): 0 = ok,
 /// else the text is par_gpu_last_error's.
@@ -53,6 +56,10 @@ struct par_function_t {
   par_session_t *session = nullptr;
   const FunctionSpec *spec = nullptr;
   std::vector<par_mesh_axis_t> axes;
+  /// Per input and output (par_io_t), the shardings as par_tensor_info_t
+  /// lists them: each dimension's axis count, and the axes one dimension
+  /// after the other.
+  std::vector<std::vector<int64_t>> dimAxisCounts[2], dimAxes[2];
   void (*entry)(void **) = nullptr;
 };
 
@@ -108,9 +115,9 @@ std::vector<int64_t> descriptor(const void *data,
   return d;
 }
 
-const TensorSpec *tensorOf(const par_function_t *fn, par_io_t io,
+const Tensor *tensorOf(const par_function_t *fn, par_io_t io,
                            int64_t index) {
-  const std::vector<TensorSpec> &list =
+  const std::vector<Tensor> &list =
       io == PAR_INPUT ? fn->spec->inputs : fn->spec->outputs;
   if (index < 0 || index >= (int64_t)list.size())
     return nullptr;
@@ -158,11 +165,11 @@ par_status_t openCode(par_session_t *s) {
 }
 
 /// The memref descriptor of `data` for tensor `t`'s local block.
-std::vector<int64_t> localDescriptor(const void *data, const TensorSpec &t) {
+std::vector<int64_t> localDescriptor(const void *data, const Tensor &t) {
   return descriptor(data, t.local);
 }
 
-int64_t localBytes(const TensorSpec &t) {
+int64_t localBytes(const Tensor &t) {
   return t.localCount * par_dtype_info(t.dtype)->element_size;
 }
 
@@ -187,7 +194,7 @@ void callHost(par_function_t *fn, const void *const *inputs,
   for (size_t i = 0; i < f.inputs.size(); ++i)
     argDescs.push_back(localDescriptor(args[i], f.inputs[i]));
   size_t resultWords = 0;
-  for (const TensorSpec &t : f.outputs)
+  for (const Tensor &t : f.outputs)
     resultWords += 3 + 2 * t.local.size();
   std::vector<int64_t> results(resultWords + 1, 0);
   std::vector<void *> argv;
@@ -204,7 +211,7 @@ void callHost(par_function_t *fn, const void *const *inputs,
     owned.insert((intptr_t)args[i]);
   size_t w = 0;
   for (size_t k = 0; k < f.outputs.size(); ++k) {
-    const TensorSpec &t = f.outputs[k];
+    const Tensor &t = f.outputs[k];
     char *alloc = (char *)(intptr_t)results[w];
     char *aligned = (char *)(intptr_t)results[w + 1];
     int64_t es = par_dtype_info(t.dtype)->element_size;
@@ -331,7 +338,7 @@ par_status_t par_session_create(const char *artifact_dir,
   s->artifact = artifact_dir ? artifact_dir : "";
   s->manifestPath = s->artifact + "/" + stem + ".json";
   s->soPath = s->artifact + "/" + stem + ".so";
-  if (!readManifest(s->manifestPath, s->manifest, createError))
+  if (!par::manifest::readManifest(s->manifestPath, s->manifest, createError))
     return PAR_ERR_INVALID_ARGUMENT;
   s->device = s->manifest.target.rfind("cuda", 0) == 0;
   if (s->options.load_code && openCode(s.get()) != PAR_OK) {
@@ -348,6 +355,16 @@ par_status_t par_session_create(const char *artifact_dir,
     fn->spec = &f;
     for (size_t i = 0; i < f.sizes.size(); ++i)
       fn->axes.push_back({f.axisNames[i].c_str(), f.sizes[i]});
+    for (par_io_t io : {PAR_INPUT, PAR_OUTPUT})
+      for (const Tensor &t : io == PAR_INPUT ? f.inputs : f.outputs) {
+        std::vector<int64_t> counts, axes;
+        for (const std::vector<int64_t> &d : t.dims) {
+          counts.push_back(d.size());
+          axes.insert(axes.end(), d.begin(), d.end());
+        }
+        fn->dimAxisCounts[io].push_back(std::move(counts));
+        fn->dimAxes[io].push_back(std::move(axes));
+      }
     s->functions.push_back(std::move(fn));
   }
   auto orNull = [](const std::string &name) {
@@ -596,7 +613,7 @@ void par_function_info(const par_function_t *fn, par_function_info_t *out) {
 
 par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,
                                  int64_t index, par_tensor_info_t *out) {
-  const TensorSpec *t = tensorOf(fn, io, index);
+  const Tensor *t = tensorOf(fn, io, index);
   if (!t)
     return badTensor(fn, io, index);
   out->dtype = t->dtype;
@@ -605,8 +622,8 @@ par_status_t par_function_tensor(const par_function_t *fn, par_io_t io,
   out->local_shape = t->local.data();
   out->global_count = t->globalCount;
   out->local_count = t->localCount;
-  out->dim_axis_counts = t->dimAxisCounts.data();
-  out->dim_axes = t->dimAxes.data();
+  out->dim_axis_counts = fn->dimAxisCounts[io][index].data();
+  out->dim_axes = fn->dimAxes[io][index].data();
   out->num_partial = t->partial.size();
   out->partial_axes = t->partial.data();
   out->partial_kind = t->partialKind;
@@ -656,7 +673,7 @@ const char *par_function_allocation_types(const par_function_t *fn,
 
 const char *par_function_tensor_alias(const par_function_t *fn, par_io_t io,
                                       int64_t index, int64_t k) {
-  const TensorSpec *t = tensorOf(fn, io, index);
+  const Tensor *t = tensorOf(fn, io, index);
   if (!t || k < 0 || k >= (int64_t)t->aliases.size())
     return nullptr;
   return t->aliases[k].c_str();
@@ -722,7 +739,7 @@ par_status_t par_function_call_buffers(par_function_t *fn,
   const FunctionSpec &f = *fn->spec;
   std::vector<void *> in, out;
   std::set<const par_buffer_t *> seen;
-  auto take = [&](par_buffer_t *b, const TensorSpec &t, const char *what,
+  auto take = [&](par_buffer_t *b, const Tensor &t, const char *what,
                   size_t i, std::vector<void *> &ptrs) -> par_status_t {
     std::string name = "'" + f.name + "' " + what + std::to_string(i);
     if (!b || !s->buffers.count(b))
@@ -790,7 +807,7 @@ par_status_t par_function_call_buffers(par_function_t *fn,
 par_status_t par_function_scatter(const par_function_t *fn, par_io_t io,
                                   int64_t index, const void *global,
                                   void *local) {
-  const TensorSpec *t = tensorOf(fn, io, index);
+  const Tensor *t = tensorOf(fn, io, index);
   if (!t)
     return badTensor(fn, io, index);
   extractBlock(*fn->spec, *t, coordsOf(fn->spec->sizes, fn->session->rank),
@@ -802,7 +819,7 @@ par_status_t par_function_gather(const par_function_t *fn, par_io_t io,
                                  int64_t index, const void *local,
                                  void *global_on_root,
                                  const int64_t *source_coords) {
-  const TensorSpec *t = tensorOf(fn, io, index);
+  const Tensor *t = tensorOf(fn, io, index);
   if (!t)
     return badTensor(fn, io, index);
   par_session_t *s = fn->session;

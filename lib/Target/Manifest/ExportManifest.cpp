@@ -6,13 +6,13 @@
 // compression), its inputs' roles (the loss scale, error-feedback
 // buffers, the frontend's tokens and targets) and names (par.name,
 // par.aliases: the PyTorch names par-run loads and saves weights by),
-// spelled by ManifestSchema.h (which the runtime's reader shares)
+// spelled by par/Manifest/Schema.h (which the runtime's reader shares)
 // and stamped with its version.
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/Target/Manifest/Passes.h"
-#include "par/Target/Manifest/ManifestSchema.h"
+#include "par/Manifest/Schema.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Support/FileUtilities.h"

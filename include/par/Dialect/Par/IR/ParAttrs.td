@@ -111,7 +111,7 @@ def Par_InitAttr : AttrDef<Par_Dialect, "Init"> {
     %g: tensor<64xf32> {par.param, par.init = #par.init<ones>}
     ```
 
-    The manifest spells it as ManifestSchema.h's `"zeros"`, `"ones"`,
+    The manifest spells it as par/Manifest/Schema.h's `"zeros"`, `"ones"`,
     `"uniform:<scale>"` or `"fill:<value>"`.
   }];
   let parameters = (ins EnumParameter<Par_InitKind>:$kind,

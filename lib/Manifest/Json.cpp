@@ -6,10 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Support/Json.h"
+#include "par/Manifest/Json.h"
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace par {
@@ -313,6 +314,23 @@ std::optional<JsonValue> JsonValue::parse(const std::string &text,
     return std::nullopt;
   }
   return root;
+}
+
+std::string jsonQuote(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
 }
 
 } // namespace par

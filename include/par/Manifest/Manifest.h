@@ -1,60 +1,33 @@
-//===- Manifest.h - The session's view of a manifest ------------*- C++ -*-===//
+//===- Manifest.h - A compiled artifact's manifest, read --------*- C++ -*-===//
 //
 // What par-export-manifest writes (sharded.json, reference.json), read into
-// plain structs: per function the mesh, the tensors' types, shapes and
-// shardings (axis names resolved to indices) and roles, train-step feedback,
-// loss-scaling, gradient-compression and pipeline-stage metadata; and the
-// module's pipeline section. A malformed
-// function entry does not fail the whole manifest: its message is kept and
-// reported when the function is looked up. Internal to the session library.
+// plain structs: per function the mesh, the tensors (Tensor.h: types,
+// shapes, shardings with axis names resolved to indices, roles), train-step
+// feedback, loss-scaling, gradient-compression and pipeline-stage metadata;
+// and the module's pipeline section. A malformed function entry does not fail the whole manifest: its message is kept and
+// reported when the function is looked up. The manifest library
+// (lib/Manifest): plain C++17, no LLVM; the session reads artifacts with it.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_RUNTIME_SESSION_MANIFEST_H
-#define PAR_RUNTIME_SESSION_MANIFEST_H
+#ifndef PAR_MANIFEST_MANIFEST_H
+#define PAR_MANIFEST_MANIFEST_H
 
+#include "par/Manifest/Tensor.h"
 #include "par/Runtime/par_session.h"
 
 #include <map>
 #include <string>
 #include <vector>
 
-namespace par::session {
-
-struct TensorSpec {
-  par_dtype_t dtype = PAR_F32;
-  std::vector<int64_t> global, local;
-  std::vector<int64_t> dimAxisCounts, dimAxes;
-  std::vector<int64_t> partial;
-  par_reduction_t partialKind = PAR_SUM;
-  std::string init;
-  std::string role; // "", "loss_scale", "error_feedback",
-                    // "compression_step", "tokens" or "targets"
-  /// The frontend's PyTorch name ("" without), a tied parameter's other
-  /// names, and a tokens/targets input's vocabulary (0: none).
-  std::string name;
-  std::vector<std::string> aliases;
-  /// A segment of a fused parameter (par.slice): the fused tensor's name
-  /// ("" if none), the dimension and offset of the slice, and the fused
-  /// tensor's size in that dimension when the slice reaches past it (0: it
-  /// does not; the rest is padding).
-  std::string sliceOf;
-  int64_t sliceDim = 0, sliceOffset = 0, sliceExtent = 0;
-  int64_t vocab = 0;
-  int64_t globalCount = 1, localCount = 1;
-
-  /// The mesh axes splitting dimension `d`, major first.
-  std::vector<int64_t> axesOfDim(size_t d) const;
-  /// Whether the tensor splits or is partial over mesh axis `a`.
-  bool usesAxis(int64_t a) const;
-};
+namespace par::manifest {
 
 struct FunctionSpec {
   std::string name;
   std::string error; // why the entry is unusable; "" if it is fine
   std::vector<std::string> axisNames;
   std::vector<int64_t> sizes;
-  std::vector<TensorSpec> inputs, outputs;
+  std::vector<Tensor> inputs, outputs;
   std::vector<int64_t> feedback; // (result, argument) pairs, flattened
   std::vector<int64_t> donated;  // (result, argument) pairs: in place
   int64_t microBatches = 1;
@@ -105,6 +78,6 @@ struct Manifest {
 /// set to a message naming the file.
 bool readManifest(const std::string &path, Manifest &out, std::string &error);
 
-} // namespace par::session
+} // namespace par::manifest
 
-#endif // PAR_RUNTIME_SESSION_MANIFEST_H
+#endif // PAR_MANIFEST_MANIFEST_H

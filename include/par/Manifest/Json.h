@@ -2,15 +2,16 @@
 //
 // A JSON value tree (null, bool, number, string, array, object) and a parser
 // that reports the first error with its line; numbers keep their integer
-// value when they have one. For the parts of par that link neither LLVM nor
-// MLIR: the session reads manifests with it, the tooling checkpoint records
-// and safetensors headers. Built into the session library
-// (lib/Runtime/session/Json.cpp), which both link.
+// value when they have one; and the one string quoting of the JSON par
+// writes without LLVM. For the parts of par that link neither LLVM nor
+// MLIR: the session reads manifests with it, the tooling its checkpoint
+// records and safetensors headers, par-pipeline-sim writes its reports.
+// Part of the manifest library (lib/Manifest).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_SUPPORT_JSON_H
-#define PAR_SUPPORT_JSON_H
+#ifndef PAR_MANIFEST_JSON_H
+#define PAR_MANIFEST_JSON_H
 
 #include <cstdint>
 #include <map>
@@ -71,6 +72,10 @@ private:
   std::map<std::string, JsonValue> object_;
 };
 
+/// `s` as a JSON string literal: quotes and backslashes escaped, control
+/// characters as \u00XX; other bytes (UTF-8) as they are.
+std::string jsonQuote(const std::string &s);
+
 } // namespace par
 
-#endif // PAR_SUPPORT_JSON_H
+#endif // PAR_MANIFEST_JSON_H

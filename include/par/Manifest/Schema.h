@@ -1,4 +1,4 @@
-//===- ManifestSchema.h - The manifest's keys and version -------*- C++ -*-===//
+//===- Schema.h - The manifest's keys and version ---------------*- C++ -*-===//
 //
 // The one spelling of the artifact manifest that par-export-manifest writes
 // (llvm::json, in the compiler) and the runtime's session reads (its own
@@ -38,8 +38,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_TARGET_MANIFEST_MANIFESTSCHEMA_H
-#define PAR_TARGET_MANIFEST_MANIFESTSCHEMA_H
+#ifndef PAR_MANIFEST_SCHEMA_H
+#define PAR_MANIFEST_SCHEMA_H
 
 #include <cstdint>
 
@@ -195,4 +195,4 @@ inline constexpr const char kFillPrefix[] = "fill:";
 
 } // namespace par::manifest
 
-#endif // PAR_TARGET_MANIFEST_MANIFESTSCHEMA_H
+#endif // PAR_MANIFEST_SCHEMA_H

@@ -1,7 +1,7 @@
-//===- Manifest.cpp - The session's view of a manifest --------------------===//
+//===- Manifest.cpp - Reading a compiled artifact's manifest --------------===//
 //
-// Reads a manifest with the session's JSON reader (keys and values spelled
-// by ManifestSchema.h, which par-export-manifest shares) and checks what the
+// Reads a manifest with the JSON reader (Json.h; keys and values spelled
+// by Schema.h, which par-export-manifest shares) and checks what the
 // session relies on: the schema version is the one this runtime reads,
 // shapes are integer lists of one rank, element types are in the dtype
 // table, sharding axes name mesh axes, feedback pairs and stage arguments
@@ -14,39 +14,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Manifest.h"
+#include "par/Manifest/Manifest.h"
 
-#include "par/Support/Json.h"
-#include "par/Target/Manifest/ManifestSchema.h"
+#include "par/Manifest/Json.h"
+#include "par/Manifest/Schema.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <set>
 
-namespace par::session {
-
-std::vector<int64_t> TensorSpec::axesOfDim(size_t d) const {
-  size_t start = 0;
-  for (size_t i = 0; i < d; ++i)
-    start += dimAxisCounts[i];
-  return std::vector<int64_t>(dimAxes.begin() + start,
-                              dimAxes.begin() + start + dimAxisCounts[d]);
-}
-
-bool TensorSpec::usesAxis(int64_t a) const {
-  for (int64_t x : dimAxes)
-    if (x == a)
-      return true;
-  for (int64_t x : partial)
-    if (x == a)
-      return true;
-  return false;
-}
+namespace par::manifest {
 
 namespace {
-
-using namespace ::par::manifest;
 
 /// Records the first error of a function entry.
 struct Checker {
@@ -107,13 +87,11 @@ std::vector<int64_t> axisList(const FunctionSpec &f,
   return out;
 }
 
-void parseSharding(const JsonValue &sh, const FunctionSpec &f, TensorSpec &t,
+void parseSharding(const JsonValue &sh, const FunctionSpec &f, Tensor &t,
                    Checker &c) {
   if (const std::vector<JsonValue> *dims = sh.getArray(key::kDims))
     for (const JsonValue &d : *dims) {
-      std::vector<int64_t> axes = axisList(f, d.array(), c);
-      t.dimAxisCounts.push_back(axes.size());
-      t.dimAxes.insert(t.dimAxes.end(), axes.begin(), axes.end());
+      t.dims.push_back(axisList(f, d.array(), c));
     }
   t.partial = axisList(f, sh.getArray(key::kPartial), c);
   if (const std::string *k = sh.getString(key::kPartialKind))
@@ -126,7 +104,7 @@ void parseSharding(const JsonValue &sh, const FunctionSpec &f, TensorSpec &t,
 /// (non-empty strings, only with a name), "slice" ({"of", "dim",
 /// "offset"}, only with a name) and "vocab" (a positive integer).
 void parseFrontendKeys(const JsonValue &v, const std::string &what,
-                       TensorSpec &t, Checker &c) {
+                       Tensor &t, Checker &c) {
   if (const JsonValue *nv = v.get(key::kTensorName)) {
     const std::string *name = nv->string();
     if (!name || name->empty())
@@ -179,9 +157,9 @@ void parseFrontendKeys(const JsonValue &v, const std::string &what,
   }
 }
 
-TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
+Tensor parseTensor(const JsonValue &v, const FunctionSpec &f,
                        const std::string &what, Checker &c) {
-  TensorSpec t;
+  Tensor t;
   if (v.kind() != JsonValue::Kind::Object) {
     c.fail(what + " is not an object");
     return t;
@@ -222,10 +200,13 @@ TensorSpec parseTensor(const JsonValue &v, const FunctionSpec &f,
            std::to_string(t.sliceDim) + ", offset " +
            std::to_string(t.sliceOffset) + ", extent " +
            std::to_string(t.sliceExtent) + ")");
-  if (t.dimAxisCounts.size() != t.global.size() ||
+  if (t.dims.size() != t.global.size() ||
       t.local.size() != t.global.size())
     c.fail(what + " has inconsistent ranks");
-  if (par_dtype_from_name(dtype.c_str(), &t.dtype) != PAR_OK)
+  par_dtype_t type;
+  if (par_dtype_from_name(dtype.c_str(), &type) == PAR_OK)
+    t.setDtype(type);
+  else
     c.fail(what + " has element type '" + dtype +
            "', which the session does not support (" + dtypeList() + ")");
   for (int64_t d : t.global)
@@ -550,4 +531,4 @@ bool readManifest(const std::string &path, Manifest &out, std::string &error) {
   return true;
 }
 
-} // namespace par::session
+} // namespace par::manifest
