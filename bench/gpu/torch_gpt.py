@@ -134,7 +134,7 @@ def cmd_batch(args):
 
 
 # ---------------------------------------------------------------------------
-# par-run's initial values (lib/Tooling/Values.cpp)
+# par-run's initial values (lib/Tooling/run/Values.cpp)
 # ---------------------------------------------------------------------------
 
 M64 = (1 << 64) - 1

@@ -30,13 +30,10 @@ void mlir::par::buildNormalizeTorchPipeline(OpPassManager &pm) {
   // On the folded forms: the gather's generic is then over the rows only,
   // its result no longer a [N, 1] keepdim tensor.
   fn.addPass(createRewriteRowGather());
-  // Attention's flattened batch x heads matmuls as generics over both, so
-  // the heads keep their tp split (independent of the others); GQA's p @ v
-  // (operands merged from different batch shapes) included.
-  fn.addPass(createUnflattenBatchMatmul());
-  // Attention's bmm over [batch * heads]: a contraction over both dims, so
-  // that dp and tp shard them separately (after the unit-dim folding, which
-  // would otherwise see the new generic's unit batch dims).
+  // Attention's bmm over [batch * heads] (GQA's p @ v, operands merged
+  // from different batch shapes, included): a contraction over the unmerged
+  // dims, so that dp and tp shard them separately (after the unit-dim
+  // folding, which would otherwise see the new generic's unit batch dims).
   fn.addPass(createExpandBatchMatmul());
 }
 
@@ -46,6 +43,6 @@ void mlir::par::registerParFrontendPipelines() {
       "Bring torch-mlir's linalg-on-tensors output to par's forms: fpowi "
       "expanded, pads decomposed, dead argmax results erased, unit dims "
       "folded, row gathers from computed tensors as compare-select-sums, "
-      "flattened batch matmuls unflattened, batch matmuls over collapsed batch dims expanded",
+      "batch matmuls over collapsed batch dims expanded",
       buildNormalizeTorchPipeline);
 }

@@ -195,13 +195,29 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           Value tv = a[0];
           SmallVector<Value> yields;
           if (adamw) {
-            Value one = cst(nb, l, 1.0);
-            yields.push_back(arith::SubFOp::create(
-                nb, l, one,
-                math::PowFOp::create(nb, l, cst(nb, l, beta1), tv)));
-            yields.push_back(arith::SubFOp::create(
-                nb, l, one,
-                math::PowFOp::create(nb, l, cst(nb, l, beta2), tv)));
+            // In f64, rounded once to the element type: torch.optim.AdamW
+            // computes 1 - beta^t in Python floats. From the f32-rounded
+            // beta2 (0.999 is 0.99900001287 in f32) 1 - beta2 would be
+            // 1.29e-5 too small, every step's update 6.4e-6 too small
+            // (test/Import/Inputs/f64_reference.py measured it).
+            Type f64 = nb.getF64Type();
+            Value t64 = elt == f64 ? tv
+                                   : arith::ExtFOp::create(nb, l, f64, tv)
+                                         .getResult();
+            auto bc = [&](double beta) -> Value {
+              auto c64 = [&](double v) -> Value {
+                return arith::ConstantOp::create(nb, l, f64,
+                                                 nb.getF64FloatAttr(v));
+              };
+              Value r = arith::SubFOp::create(
+                  nb, l, c64(1.0),
+                  math::PowFOp::create(nb, l, c64(beta), t64));
+              return elt == f64 ? r
+                                : arith::TruncFOp::create(nb, l, elt, r)
+                                      .getResult();
+            };
+            yields.push_back(bc(beta1));
+            yields.push_back(bc(beta2));
           }
           if (cosine) {
             // lr * (t <= W ? t / W : 0.5 (1 + cos(pi min(1, (t-W)/(T-W)))))

@@ -62,3 +62,30 @@ func.func @not_collapsed(%a: tensor<6x4x5xf32>, %q: tensor<2x3x4x5xf32>, %b: ten
   %d = linalg.batch_matmul ins(%qa, %b : tensor<6x4x5xf32>, tensor<6x5x6xf32>) outs(%init : tensor<6x4x6xf32>) -> tensor<6x4x6xf32>
   return %c, %d : tensor<6x4x6xf32>, tensor<6x4x6xf32>
 }
+
+// -----
+
+// Tests GQA's p @ v: v repeated over the heads of its key/value group is
+// collapsed from [batch, kv heads, repeats, s, d], the probabilities from
+// [batch, heads, s, s]. The common batch shape is [batch, kv heads,
+// repeats]: the probabilities are expanded to it (heads split into kv heads
+// x repeats), the generic runs over it, and its result is collapsed back to
+// [batch, heads, s, d].
+// CHECK-LABEL: func.func @gqa_values
+// CHECK-SAME:    (%[[P:.*]]: tensor<8x4x16x16xf32>, %[[V:.*]]: tensor<8x2x2x16x8xf32>)
+// CHECK:         %[[PE:.*]] = tensor.expand_shape %[[P]] {{\[\[}}0], [1, 2], [3], [4]] output_shape [8, 2, 2, 16, 16]
+// CHECK:         %[[G:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
+// CHECK-SAME:      ins(%[[PE]], %[[V]] : tensor<8x2x2x16x16xf32>, tensor<8x2x2x16x8xf32>)
+// CHECK:         %[[R:.*]] = tensor.collapse_shape %[[G]] {{\[\[}}0], [1, 2], [3], [4]] : tensor<8x2x2x16x8xf32> into tensor<8x4x16x8xf32>
+// CHECK-NOT:     batch_matmul
+// CHECK:         return %[[R]]
+func.func @gqa_values(%p: tensor<8x4x16x16xf32>, %v: tensor<8x2x2x16x8xf32>) -> tensor<8x4x16x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %a = tensor.collapse_shape %p [[0, 1], [2], [3]] : tensor<8x4x16x16xf32> into tensor<32x16x16xf32>
+  %b = tensor.collapse_shape %v [[0, 1, 2], [3], [4]] : tensor<8x2x2x16x8xf32> into tensor<32x16x8xf32>
+  %e = tensor.empty() : tensor<32x16x8xf32>
+  %z = linalg.fill ins(%cst : f32) outs(%e : tensor<32x16x8xf32>) -> tensor<32x16x8xf32>
+  %m = linalg.batch_matmul ins(%a, %b : tensor<32x16x16xf32>, tensor<32x16x8xf32>) outs(%z : tensor<32x16x8xf32>) -> tensor<32x16x8xf32>
+  %r = tensor.expand_shape %m [[0, 1], [2], [3]] output_shape [8, 4, 16, 8] : tensor<32x16x8xf32> into tensor<8x4x16x8xf32>
+  return %r : tensor<8x4x16x8xf32>
+}

@@ -1,23 +1,40 @@
 """Checks how par-plan prices par's pipeline (docs/Planning.md, "Pipeline")
-from --explain outputs of one model:
+from --explain outputs, each against a quantity found without the
+planner's pricing: another par-plan run with one feature changed, or the
+action counts of the schedule core's timetable (par-pipeline-sim --json,
+lib/Schedule, the same builder the planner calls):
 
-  recompute FILE    pp > 1, 1F1B, recompute=none: every backward recomputes
-                    its stage's forward, so the recompute phase equals the
-                    forward phase;
-  zbh1 FILE         ZB-H1: BI and BW each recompute the forward and BW the
-                    input-gradient half: recompute = 2 forward + backward/2;
-  shared A B        A with node.processors, B the same machine without:
-                    the pipelined step of A is shorter (a rank runs faster
-                    while the others wait), the phases other than the
-                    bubble equal;
-  stretch A B S     A on a machine with node.sync_stretch S, B the same
-                    without: computation (forward, backward, optimizer) is
-                    1 + S times B's;
-  zero FILE         zero >= 1: par's per-tensor reduce-scatters and
-                    all-gathers are all exposed (data-parallel comm = the
-                    reduction in all);
+  recompute A G SIM   A: pp > 1, 1F1B, recompute=none; G: the same with
+                      GPipe; SIM: the timetable of A's schedule. Each
+                      backward action (B) of the timetable redoes its
+                      stage's forward, so A's recompute is #B stage
+                      forwards (the forward phase over #F); G runs the same
+                      actions in another order: its forward, backward and
+                      recompute are A's, only its bubble differs;
+  zbh1 Z A ZS AS      Z: ZB-H1; A: the same with 1F1B; ZS, AS: their
+                      timetables.
+                      Splitting the backward moves no work out of the
+                      forward and backward phases (Z's equal A's); each BI
+                      and BW action redoes A's per-backward recompute and
+                      each BW also BI's half of A's per-action backward;
+                      Z's bubble is below A's;
+  shared A B          A with node.processors, B the same machine without:
+                      the pipelined step of A is shorter (a rank runs faster
+                      while the others wait), the phases other than the
+                      bubble equal;
+  stretch A B S       A on a machine with node.sync_stretch S, B the same
+                      without: computation (forward, backward, optimizer) is
+                      1 + S times B's, the communication phases B's;
+  zero Z1 Z0          Z1: zero=1, Z0: zero=0, on a machine without
+                      latencies (times are bytes over bandwidth): zero=1's
+                      reduce-scatters and all-gathers move what zero=0's
+                      ring all-reduce moves (2(n-1)/n S: the reduction in
+                      all is the same), and none of it is hidden
+                      (data-parallel comm = the reduction in all), while
+                      the computation phases are zero=0's;
 and that the phases add up to the step in each file.
 """
+import json
 import re
 import sys
 
@@ -39,42 +56,100 @@ def phases(path):
     return got
 
 
+def reduction(path):
+    """The data-parallel reduction in all (hidden or not), seconds."""
+    return float(re.search(r"data-parallel reduction in all ([0-9.e+-]+) s",
+                           open(path).read()).group(1))
+
+
 def close(a, b):
     return abs(a - b) <= 1e-4 * max(abs(a), abs(b))
 
 
+def timetable(path, run):
+    """Per rank of the schedule core's timetable: {op: count}; the
+    timetable must be that of `run`'s schedule, pp and m."""
+    sim = json.load(open(path))
+    conf = re.search(r"^configuration: .*\bpp=(\d+) v=\d+ m=(\d+) .*"
+                     r"schedule=(\w+)", open(run).read(), re.M)
+    want = (int(conf.group(1)), int(conf.group(2)), conf.group(3))
+    got = (sim["p"], sim["m"], sim["schedule"])
+    if got != want:
+        sys.exit("%s is the timetable of pp, m, schedule %s, %s runs %s" %
+                 (path, got, run, want))
+    counts = []
+    for actions in sim["timetable"]:
+        c = {}
+        for a in actions:
+            c[a["op"]] = c.get(a["op"], 0) + 1
+        counts.append(c)
+    return counts
+
+
+def same_counts(counts):
+    """The busiest rank's counts; every rank runs the same actions here
+    (one stage per rank)."""
+    assert all(c == counts[0] for c in counts), counts
+    return counts[0]
+
+
+def verdict(ok):
+    return "OK" if ok else "FAIL"
+
+
 mode = sys.argv[1]
 if mode == "recompute":
-    p = phases(sys.argv[2])
-    ok = p["forward"] > 0 and close(p["recompute"], p["forward"])
-    print("recompute / forward = %.4f: %s" % (p["recompute"] / p["forward"],
-                                              "OK" if ok else "FAIL"))
+    a, g = phases(sys.argv[2]), phases(sys.argv[3])
+    c = same_counts(timetable(sys.argv[4], sys.argv[2]))
+    want = c["B"] * a["forward"] / c["F"]
+    ok = a["forward"] > 0 and close(a["recompute"], want)
+    print("timetable: %d F, %d B per rank; recompute / (#B stage forwards) "
+          "= %.4f: %s" % (c["F"], c["B"], a["recompute"] / want, verdict(ok)))
+    same = all(close(a[k], g[k]) for k in ("forward", "backward", "recompute"))
+    ok = same and not close(a["pipeline bubble"], g["pipeline bubble"])
+    print("gpipe: forward, backward, recompute equal 1f1b's: %s, bubble "
+          "differs: %s" % (same, verdict(ok)))
 elif mode == "zbh1":
-    p = phases(sys.argv[2])
-    want = 2 * p["forward"] + p["backward"] / 2
-    ok = close(p["recompute"], want)
-    print("recompute / (2 forward + backward / 2) = %.4f: %s" % (
-        p["recompute"] / want, "OK" if ok else "FAIL"))
+    z, a = phases(sys.argv[2]), phases(sys.argv[3])
+    c = same_counts(timetable(sys.argv[4], sys.argv[2]))
+    ca = same_counts(timetable(sys.argv[5], sys.argv[3]))
+    # Per backward action of the 1F1B run: its recompute (a stage forward)
+    # and its backward.
+    per_r, per_b = a["recompute"] / ca["B"], a["backward"] / ca["B"]
+    want = (c["BI"] + c["BW"]) * per_r + c["BW"] * per_b / 2
+    same = close(z["forward"], a["forward"]) and close(z["backward"],
+                                                       a["backward"])
+    ok = per_r > 0 and per_b > 0 and same and close(z["recompute"], want) \
+        and z["pipeline bubble"] < a["pipeline bubble"]
+    print("timetable: %d F, %d BI, %d BW per rank; forward, backward equal "
+          "1f1b's: %s; recompute / ((#BI + #BW) 1f1b recomputes + #BW half "
+          "backwards) = %.4f; bubble %.2fx 1f1b's: %s" % (
+              c["F"], c["BI"], c["BW"], same, z["recompute"] / want,
+              z["pipeline bubble"] / a["pipeline bubble"], verdict(ok)))
 elif mode == "shared":
     a, b = phases(sys.argv[2]), phases(sys.argv[3])
     same = all(close(a[k], b[k]) for k in PHASES if k != "pipeline bubble")
     ok = same and a["step"] < b["step"]
     print("shared / dedicated step = %.3f, other phases equal: %s: %s" % (
-        a["step"] / b["step"], same, "OK" if ok else "FAIL"))
+        a["step"] / b["step"], same, verdict(ok)))
 elif mode == "stretch":
     a, b = phases(sys.argv[2]), phases(sys.argv[3])
     s = float(sys.argv[4])
     ratios = [a[k] / b[k] for k in ("forward", "backward", "optimizer")]
-    ok = all(abs(r - (1 + s)) < 1e-4 for r in ratios)
-    print("computation ratios %s: %s" % (
-        " ".join("%.4f" % r for r in ratios), "OK" if ok else "FAIL"))
+    comm = all(close(a[k], b[k]) for k in ("tensor-parallel comm",
+                                            "data-parallel comm"))
+    ok = comm and all(abs(r - (1 + s)) < 1e-4 for r in ratios)
+    print("computation ratios %s, communication equal: %s: %s" % (
+        " ".join("%.4f" % r for r in ratios), comm, verdict(ok)))
 elif mode == "zero":
-    out = open(sys.argv[2]).read()
-    p = phases(sys.argv[2])
-    total = float(re.search(r"data-parallel reduction in all ([0-9.e+-]+) s",
-                            out).group(1))
-    ok = total > 0 and close(p["data-parallel comm"], total)
-    print("exposed / total = %.4f: %s" % (p["data-parallel comm"] / total,
-                                          "OK" if ok else "FAIL"))
+    z1, z0 = phases(sys.argv[2]), phases(sys.argv[3])
+    t1, t0 = reduction(sys.argv[2]), reduction(sys.argv[3])
+    same = all(close(z1[k], z0[k]) for k in
+               ("forward", "backward", "recompute", "tensor-parallel comm"))
+    ok = same and t0 > 0 and close(t1, t0) and \
+        close(z1["data-parallel comm"], t1)
+    print("zero=1 / zero=0 reduction in all = %.4f, exposed / total = "
+          "%.4f, computation equal: %s: %s" % (
+              t1 / t0, z1["data-parallel comm"] / t1, same, verdict(ok)))
 else:
     sys.exit("unknown mode " + mode)

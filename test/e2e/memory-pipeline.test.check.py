@@ -12,6 +12,9 @@ STASH = re.compile(r'peak in-flight activations \(stage inputs held\), per '
 
 
 def parse(path):
+    """The plans (predicted, per pipeline rank), the memory line's predicted
+    and measured MiB, and what each pipeline rank's executor held (the most
+    stage inputs at once, their bytes) and the allocator's peak there."""
     text = open(path).read()
     plans = {}
     for m in PLAN.finditer(text):
@@ -20,9 +23,18 @@ def parse(path):
             'bytes': int(m.group(4)), 'at': m.group(5),
             'stashed': int(m.group(6))}
     line = LINE.search(text)
+    stash = STASH.search(text)
     assert plans, 'no memory plan lines in ' + path
     assert line, 'no memory line in ' + path
-    return plans, float(line.group(2)), float(line.group(3))
+    assert stash, 'no in-flight line in ' + path
+    held = {}
+    for r, count, total, peak in re.findall(
+            r'(\d+): (\d+) \((\d+) bytes; measured peak (\d+) bytes\)',
+            stash.group(1)):
+        held[int(r)] = {'stashed': int(count), 'bytes': int(total),
+                        'peak': int(peak)}
+    assert sorted(held) == sorted(plans), (held, plans)
+    return plans, float(line.group(2)), float(line.group(3)), held
 
 
 def in_flight(schedule, p, m, v, r):
@@ -39,7 +51,7 @@ def in_flight(schedule, p, m, v, r):
 
 
 def check_run(path, schedule, p, m, v, tol):
-    plans, predicted, measured = parse(path)
+    plans, predicted, measured, held = parse(path)
     err = abs(predicted - measured) / measured
     print('%s: predicted %.2f MiB, measured %.2f MiB, error %.4f' %
           (schedule, predicted, measured, err))
@@ -49,30 +61,24 @@ def check_run(path, schedule, p, m, v, tol):
         (predicted, plans)
     for r in range(p):
         want = in_flight(schedule, p, m, v, r)
-        got = plans[r]['stashed']
-        print('  rank %d: %d stage inputs in flight (formula %d), peak %d '
-              'bytes in %s' % (r, got, want, plans[r]['bytes'],
-                               plans[r]['at']))
+        got = held[r]['stashed']
+        pred, meas = plans[r]['bytes'], held[r]['peak']
+        print('  rank %d: %d stage inputs held at once (formula %d), peak '
+              'predicted %d bytes in %s, measured %d' % (
+                  r, got, want, pred, plans[r]['at'], meas))
         assert plans[r]['schedule'] == schedule, plans[r]
         assert got == want, (r, got, want)
-
-
-def input_bytes(path, rank):
-    text = open(path).read()
-    m = STASH.search(text)
-    pairs = re.findall(r'(\d+): (\d+) \((\d+) bytes\)', m.group(1))
-    for r, count, total in pairs:
-        if int(r) == rank:
-            return int(total) // int(count)
-    raise SystemExit('no stash figure of rank %d' % rank)
+        assert plans[r]['stashed'] == got, (r, plans[r], got)
+        assert abs(pred - meas) <= tol * meas, (r, pred, meas)
 
 
 def check_schedules(g4, g8, o8):
     last = 1
-    a, b, c = (parse(x)[0][last]['bytes'] for x in (g4, g8, o8))
-    x = input_bytes(g8, last)
-    print('gpipe m=4 %d, gpipe m=8 %d, 1f1b m=8 %d bytes; stage input %d '
-          'bytes' % (a, b, c, x))
+    a, b, c = (parse(x)[3][last]['peak'] for x in (g4, g8, o8))
+    h = parse(g8)[3][last]
+    x = h['bytes'] // h['stashed']
+    print('last stage measured peaks: gpipe m=4 %d, gpipe m=8 %d, 1f1b m=8 '
+          '%d bytes; stage input %d bytes' % (a, b, c, x))
     assert b - a == 4 * x, (b - a, x)
     assert c < a, (c, a)
     print('last stage: gpipe m=8 - gpipe m=4 = 4 stage inputs; '

@@ -7,7 +7,20 @@ recompute_check.py same NAME A.csv B.csv ADIR BDIR
     checks that two runs are the same to the bit: every step's loss (par-run
     prints 9 significant digits, enough to tell any two f32 apart) and every
     gathered result (the parameters, the optimizer state) byte for byte.
+recompute_check.py flops NONE SEL FULL L D B S TP
+    shows that recomputation ran: the GEMM operations per step and rank in
+    par-run --profile's tables (calls x 2*batch*M*N*K of every matmul row)
+    of the three policies. Recomputation redoes the forward ops whose
+    values the backward reads. Full: every GEMM of each layer but its last
+    (the MLP's down projection, whose output only joins the residual
+    stream, the next layer's saved input): q, k, v and the output
+    projection 8*T*d^2, the MLP's up projection 8*T*d^2, attention's two
+    batched matmuls 4*B*S^2*d, so L*(16*T*d^2 + 4*B*S^2*d)/TP (T = B*S
+    tokens of a dp rank). Selective: the attention cores' S x S scores
+    (Korthikanti et al.), q k^T alone (the core's output p v is kept), so
+    L*2*B*S^2*d/TP. Exact: both are counts.
 """
+import re
 import csv
 import os
 import struct
@@ -37,5 +50,27 @@ def same(name, a_csv, b_csv, a_dir, b_dir):
     print("%s: %d steps, losses and %d results bit-identical" % (name, len(la), len(files)))
 
 
+def gemm_flops(path):
+    total = 0
+    for name, calls in re.findall(r"^  ((?:batch_)?matmul\S* [0-9x]+) \S+\s+([0-9.]+)\s", open(path).read(), re.M):
+        dims = [int(x) for x in name.split()[1].split("x")]
+        b, M, N, K = ([1] + dims) if len(dims) == 3 else dims
+        total += float(calls) * 2 * b * M * N * K
+    return total
+
+
+def flops(none, sel, full, L, d, B, S, tp):
+    L, d, B, S, tp = (int(x) for x in (L, d, B, S, tp))
+    T = B * S
+    base, fs, ff = gemm_flops(none), gemm_flops(sel), gemm_flops(full)
+    want_full = L * (16 * T * d * d + 4 * B * S * S * d) // tp
+    want_sel = L * 2 * B * S * S * d // tp
+    print("recomputed GEMM flops per step: full %.0f (formula %d), selective %.0f (formula %d)"
+          % (ff - base, want_full, fs - base, want_sel))
+    ok = base > 0 and ff - base == want_full and fs - base == want_sel
+    print("OK" if ok else "FAIL")
+    sys.exit(0 if ok else 1)
+
+
 if __name__ == "__main__":
-    {"tokens": tokens, "same": same}[sys.argv[1]](*sys.argv[2:])
+    {"tokens": tokens, "same": same, "flops": flops}[sys.argv[1]](*sys.argv[2:])

@@ -1,7 +1,9 @@
 //===- Passes.h - Communication passes --------------------------*- C++ -*-===//
 //
 // The passes of lib/Communication (declared in Passes.td next to this
-// header): on the partitioned program, the data-parallel gradient
+// header): before partitioning, Megatron's sequence parallelism
+// (par-sequence-parallel); on the partitioned program, reductions sunk
+// past linear ops (par-sink-reductions), the data-parallel gradient
 // reductions in 16 bits (par-gradient-reduce-precision) or compressed
 // (par-compress-gradients), all-reduces in buckets (par-bucket-reductions),
 // after bufferization started and waited for around compute

@@ -1,10 +1,11 @@
 //===- Passes.td - Communication passes --------------------*- tablegen -*-===//
 //
-// The passes of lib/Communication: what the partitioned program's
-// collectives cost and how they travel (gradient reductions in 16 bits or
-// compressed, buckets, asynchronous starts and waits) and the bytes report.
-// lib/Pipelines runs the first three and the report after partitioning,
-// par-async-collectives after bufferization.
+// The passes of lib/Communication: where the program communicates and how
+// its collectives travel. Before partitioning, Megatron's sequence
+// parallelism (par-sequence-parallel); on the partitioned program,
+// reductions sunk past linear ops (par-sink-reductions), gradient
+// reductions in 16 bits or compressed, buckets, and the bytes report;
+// after bufferization, asynchronous starts and waits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,103 @@
 #define PAR_COMMUNICATION_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def SequenceParallel : Pass<"par-sequence-parallel", "ModuleOp"> {
+  let summary = "Splits the residual stream's sequence over the tensor-parallel axis";
+  let description = [{
+    Megatron sequence parallelism (Korthikanti et al. 2022) as shardings.
+    Runs after propagation has decided the tensor-parallel layout. Between a
+    reduction over the axis (the output of a row-parallel projection, or in
+    the backward the input gradient of column-parallel ones) and the next op
+    that needs the value whole over the axis (a column-parallel projection,
+    a reshape merging the sequence away, a result), the [batch, sequence,
+    hidden] activations and the row-wise ops on them (LayerNorm, residual
+    adds, dropout, casts) are replicated over the axis. This pass finds that
+    region, splits each of its values' sequence dim (dim 1 of the rank-3
+    activations) over the axis, seals its borders with `par.reshard` ops
+    (into it: to the split; out of it: back to the sharding propagation
+    chose) and propagates again. Partitioning turns a border into an
+    all_gather (out) or a local slice, which par-sink-reductions merges with
+    a row-parallel output's all_reduce into a reduce_scatter (in). Gradients
+    reduced over the sequence inside the region (LayerNorm parameters) stay
+    partial over the axis and are all-reduced. Fails, naming the reason,
+    when no mesh has the axis, no reduction over it reaches a rank-3
+    activation, or the axis does not divide a sequence length.
+
+    ```mlir
+    // tp=2: the residual add runs on [4, 8/2, 16] blocks
+    %s = par.reshard %out_proj <@mesh, [{"dp"}, {"tp"}, {} ]> : tensor<4x8x16xf32>
+    %h = linalg.generic ... ins(%x, %s ...)   // [{"dp"}, {"tp"}, {} ]
+    %g = par.reshard %ln <@mesh, [{"dp"}, {}, {} ]> : tensor<4x8x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"tp\"",
+           "The tensor-parallel mesh axis the sequence is split over">
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+  let statistics = [
+    Statistic<"numSplit", "split", "Values whose sequence dim is split">,
+    Statistic<"numEntries", "entries", "Reshards into a region">,
+    Statistic<"numExits", "exits", "Reshards out of a region">
+  ];
+}
+
+
+def SinkReductions : Pass<"par-sink-reductions", "ModuleOp"> {
+  let summary = "Lets partial values flow through linear ops";
+  let description = [{
+    Runs on the partitioned program. A sum `par.all_reduce` moves past the
+    ops that are linear in its result (add/sub of partial values reduced
+    over the same axes, negation, products and quotients with values that
+    are identical over those axes, casts, reshapes, transposes, selects on
+    uniform conditions; linalg ops by their bodies), so that one reduction
+    replaces several and reductions happen on the narrowest tensor. An
+    `all_slice` of a reduced value becomes a `reduce_scatter`. A step is
+    taken only if it does not increase the bytes sent (ring formulas) and a
+    gain (a merge, fewer bytes) lies at or after it. With `across-calls`, a
+    call result its callee returns all-reduced is reduced in the caller
+    instead when a gain waits there (micro-batch gradients summed before one
+    reduction); the call then targets a private clone `<callee>_partial`
+    whose result sharding is partial. Likewise in a pipeline (`par.pipeline`):
+    each stage's backward returns its parameter gradients unreduced (the
+    pipeline driver sums them over the micro-batches) and the stage update
+    reduces the sums, once per step.
+
+    ```mlir
+    %a = par.all_reduce %p on @mesh axes = ["tp"] kind = sum : tensor<8x64xf32>
+    %b = par.all_reduce %q on @mesh axes = ["tp"] kind = sum : tensor<8x64xf32>
+    %c = arith.addf %a, %b : tensor<8x64xf32>
+    // => %s = arith.addf %p, %q; %c = par.all_reduce %s ... (one reduction)
+    ```
+  }];
+  let options = [
+    Option<"narrowDataParallel", "narrow-data-parallel", "bool",
+           /*default=*/"false",
+           "Let reductions over data-parallel axes move through narrowing "
+           "casts too (grad-reduce=compute); by default master-weight "
+           "gradients stay reduced in their type, as Megatron's "
+           "accumulate-allreduce-grads-in-fp32">,
+    Option<"acrossCalls", "across-calls", "bool", /*default=*/"true",
+           "Also reduce call results in the caller when that gains, and "
+           "pipeline stage gradients in the stage update">,
+    Option<"stepGradients", "step-gradients", "bool", /*default=*/"false",
+           "Reduce every gradient a train step's call returns reduced in "
+           "the step itself, gain or not (for par-compress-gradients, "
+           "which rewrites the step's reductions)">
+  ];
+  let statistics = [
+    Statistic<"numSunk", "sunk", "Reductions moved past a linear op">,
+    Statistic<"numMerged", "merged", "Reductions merged into another">,
+    Statistic<"numScattered", "scattered",
+              "Reductions turned into reduce_scatters">,
+    Statistic<"numAcrossCalls", "across-calls",
+              "Call results reduced in the caller">,
+    Statistic<"numAcrossStages", "across-stages",
+              "Stage gradients reduced in the stage update">
+  ];
+}
+
 
 def GradientReducePrecision : Pass<"par-gradient-reduce-precision", "ModuleOp"> {
   let summary = "Reduces mixed precision's data-parallel gradients in 16 bits";

@@ -141,29 +141,6 @@ def RewriteRowGather : Pass<"par-rewrite-row-gather", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
-def UnflattenBatchMatmul : Pass<"par-unflatten-batch-matmul", "::mlir::func::FuncOp"> {
-  let summary = "Writes torch-mlir's flattened 4-d matmul as a generic over the unmerged batch dims";
-  let description = [{
-    torch-mlir lowers a matmul of rank-4 operands (attention's `q @ k^T`
-    and `p @ v`, [batch, heads, m, k] x [batch, heads, k, n]) as
-    `collapse_shape [[0, 1], [2], [3]]` of both operands, a
-    `linalg.batch_matmul` over the merged batch × heads dimension, and an
-    `expand_shape` back. Under dp × tp the batch is split over dp and the
-    heads over tp; the merged dimension would be split over both, which is
-    no block split of the merged index, so the partitioner all-gathered q,
-    k and v over tp (the attention computed whole on every tp rank). When
-    both collapses merge the same k ≥ 2 leading dimensions, the result's
-    only use is the matching expand and the accumulator is a fill, the
-    three ops become one `linalg.generic` over the k batch dimensions, m, n
-    and the contraction (`acc + a * b`), on the uncollapsed operands: each
-    batch dimension keeps its own split. The same numbers in the same
-    order per output element.
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect",
-                           "::mlir::arith::ArithDialect",
-                           "::mlir::tensor::TensorDialect"];
-}
-
 def ExpandBatchMatmul : Pass<"par-expand-batch-matmul", "::mlir::func::FuncOp"> {
   let summary = "Expands a bmm over collapsed batch dims into a contraction over them";
   let description = [{
@@ -174,13 +151,20 @@ def ExpandBatchMatmul : Pass<"par-expand-batch-matmul", "::mlir::func::FuncOp"> 
     the heads over "tp"; the collapsed dim's elements of one device are no
     block of it, so the partitioner all-gathered the heads before every
     attention matmul. When both operands are `tensor.collapse_shape`s with
-    reassociation [[0..k-1], [k], [k+1]] over the same batch dims (one float
-    type), the bmm becomes a `linalg.generic` contraction over
+    reassociation [[0..k-1], [k], [k+1]] (one float type), the bmm becomes a `linalg.generic` contraction over
     (b.., m, n, r) on the uncollapsed operands (body mulf, addf; a fill
     init is refilled in the expanded shape, another init expanded); users
     that expanded the bmm's result back take the generic's result, others
     its collapse. Each batch dim then keeps its own sharding, and the
     adjoint is two contractions of the same form.
+
+    The operands may merge different batch shapes: GQA's `p @ v` collapses
+    the probabilities from [batch, heads] and v, repeated over the heads of
+    its key/value group, from [batch, kv heads, repeats]. The generic then
+    runs over the finest shape all of them (and the result's expands) are
+    merges of, [batch, kv heads, repeats]; an operand (or expand) that
+    merged dims of it is expanded (collapsed) to it. The same numbers in the
+    same order per output element.
 
     ```mlir
     %a = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<8x4x32x16xf32> into tensor<32x32x16xf32>

@@ -36,10 +36,17 @@ void setMemoryLimit(int64_t limitBytes, par_function_t *fn, int64_t rank);
 /// a pipelined run's, known once its stages are loaded).
 void setMemoryPrediction(int64_t predictedBytes);
 
+/// Records this process's resident set (VmRSS) before the run's first
+/// buffer, the baseline of reportMemory's resident growth.
+void noteResidentBaseline();
+
 /// Rank 0 prints, once for the run, "par-run: memory (rank R): predicted P
-/// MiB, measured peak M MiB" for the rank R with the largest measured peak
+/// MiB, measured peak M MiB; resident peak H MiB over B MiB before the
+/// first buffer (+G MiB)" for the rank R with the largest measured peak
 /// (`predicted` is that rank's plan; < 0: the artifact has none, printed
-/// "none"). Collective: every rank calls it.
+/// "none"; M the runtime allocator's high-water mark; H the kernel's
+/// VmHWM, B the VmRSS noteResidentBaseline saw). Collective: every rank
+/// calls it.
 void reportMemory(par_rt_context_t *ctx, int64_t predicted);
 
 } // namespace par::tooling

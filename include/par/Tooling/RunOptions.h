@@ -21,6 +21,7 @@
 #include "par/Tooling/Sampling.h"
 #include "par/Tooling/TrainLoop.h"
 
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -72,8 +73,8 @@ struct RunOptions {
 /// usage and exits 0.
 RunOptions parseRunOptions(int argc, char **argv);
 
-/// par-run's usage text, on stderr.
-void printRunUsage();
+/// par-run's usage text, on `to` (--help: stdout; a missing artifact: stderr).
+void printRunUsage(FILE *to);
 
 /// The threads each rank runs: --threads, else OMP_NUM_THREADS, else the
 /// host's cores shared among the ranks on it (at least 1).

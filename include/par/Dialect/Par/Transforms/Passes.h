@@ -1,8 +1,8 @@
 //===- Passes.h - Dialect/Par/Transforms passes -----------------*- C++ -*-===//
 //
-// Sharding propagation, SPMD partitioning, reduction sinking and their
+// Sharding propagation, SPMD partitioning and its
 // verification: the passes of lib/Dialect/Par/Transforms (declared in
-// Passes.td next to this header). The passes on the partitioned program's
+// Passes.td next to this header). The passes on the program's
 // communication are lib/Communication's (par/Communication/Passes.h).
 //
 //===----------------------------------------------------------------------===//

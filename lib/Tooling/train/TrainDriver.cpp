@@ -100,6 +100,7 @@ bool TrainDriver::loop(TrainLog &log, const LossScaling &scaling) {
 }
 
 int TrainDriver::run() {
+  noteResidentBaseline();
   // Before any buffer: the limit covers the session's buffers too.
   if (o.memoryLimit > 0)
     setMemoryLimit(o.memoryLimit, exec.memoryPlanFunction(), rank);

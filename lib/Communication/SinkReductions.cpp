@@ -34,7 +34,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Communication/Passes.h"
 #include "par/Dialect/Par/Analysis/ReshardPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -53,7 +53,7 @@
 
 namespace mlir::par {
 #define GEN_PASS_DEF_SINKREDUCTIONS
-#include "par/Dialect/Par/Transforms/Passes.h.inc"
+#include "par/Communication/Passes.h.inc"
 } // namespace mlir::par
 
 using namespace mlir;

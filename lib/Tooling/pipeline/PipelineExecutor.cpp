@@ -868,11 +868,14 @@ StepOutcome PipelineRun::step(int64_t step) {
 }
 
 /// Per pipeline rank: the most stage inputs held at once (activations in
-/// flight: recomputation keeps nothing else per micro-batch).
+/// flight: recomputation keeps nothing else per micro-batch), and the
+/// runtime allocator's peak of that rank (what the memory plans predict).
 void PipelineRun::reportStash() {
-  double mine[2] = {(double)buffers->peakStash,
-                    (double)buffers->peakStashBytes};
-  std::vector<double> all(2 * world);
+  par_rt_memory_stats_t mem;
+  par_rt_memory_stats(&mem);
+  double mine[3] = {(double)buffers->peakStash,
+                    (double)buffers->peakStashBytes, (double)mem.peak_bytes};
+  std::vector<double> all(3 * world);
   checkRuntime(par_rt_gather_world(ctx, mine, sizeof(mine), all.data()), ctx,
                "gathering statistics");
   if (rank != 0)
@@ -884,8 +887,8 @@ void PipelineRun::reportStash() {
     std::vector<int64_t> c(coords.size(), 0);
     c[ppAxis] = r;
     int64_t w = stages[0].fwd.rankOf(c);
-    printf(" %lld: %.0f (%.0f bytes)", (long long)r, all[2 * w],
-           all[2 * w + 1]);
+    printf(" %lld: %.0f (%.0f bytes; measured peak %.0f bytes)",
+           (long long)r, all[3 * w], all[3 * w + 1], all[3 * w + 2]);
   }
   printf("\n");
 }

@@ -138,7 +138,8 @@ After --steps N, rank 0 prints the bytes per step and rank by kernel and,
 with gradient compression, its bytes against the fp32 ring all-reduce; and
 the memory of the rank with the largest measured peak against the
 compiler's memory plan ("par-run: memory (rank R): predicted P MiB,
-measured peak M MiB").
+measured peak M MiB"; M is the runtime allocator's count, followed by the
+kernel's resident set and what the buffer pool holds).
 Testing hooks: PAR_RUN_PID_DIR=DIR (each rank writes DIR/rank-R.pid),
 PAR_RUN_INJECT_KILL=R:S and PAR_RUN_INJECT_HANG=R:S (rank R kills itself or
 hangs before step S), PAR_RUN_INJECT_CRASH=R.
@@ -234,7 +235,7 @@ void checkStateOptions(const RunOptions &r) {
 
 void validate(const RunOptions &r) {
   if (r.artifact.empty()) {
-    printRunUsage();
+    printRunUsage(stderr);
     fatal("no artifact given");
   }
   if (r.ranks < 0)
@@ -391,7 +392,7 @@ bool parseReportOption(const std::string &a,
 
 } // namespace
 
-void printRunUsage() { fputs(kUsage, stderr); }
+void printRunUsage(FILE *to) { fputs(kUsage, to); }
 
 RunOptions parseRunOptions(int argc, char **argv) {
   RunOptions r;
@@ -406,13 +407,11 @@ RunOptions parseRunOptions(int argc, char **argv) {
         parseTrainOption(a, next, r) || parseReportOption(a, next, r))
       continue;
     if (a == "-h" || a == "--help") {
-      printRunUsage();
+      printRunUsage(stdout);
       exit(0);
     }
-    if (!a.empty() && a[0] == '-') {
-      printRunUsage();
-      fatal("unknown option '" + a + "'");
-    }
+    if (!a.empty() && a[0] == '-')
+      fatal("unknown option '" + a + "' (--help lists the options)");
     if (!r.artifact.empty())
       fatal("more than one artifact given ('" + r.artifact + "', '" + a +
             "')");

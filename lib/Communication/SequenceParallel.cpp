@@ -42,7 +42,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Dialect/Par/Transforms/Passes.h"
+#include "par/Communication/Passes.h"
 #include "par/Dialect/Par/Analysis/FactorChoice.h"
 #include "par/Dialect/Par/Transforms/ShardingPropagation.h"
 
@@ -58,7 +58,7 @@
 
 namespace mlir::par {
 #define GEN_PASS_DEF_SEQUENCEPARALLEL
-#include "par/Dialect/Par/Transforms/Passes.h.inc"
+#include "par/Communication/Passes.h.inc"
 } // namespace mlir::par
 
 using namespace mlir;
