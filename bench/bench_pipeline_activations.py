@@ -40,7 +40,7 @@ def run(cmd):
 
 def peak_bytes(out):
     line = next(l for l in out.splitlines() if "peak in-flight activations" in l)
-    return [int(b) for b in re.findall(r"\((\d+) bytes\)", line)]
+    return [int(b) for b in re.findall(r"\((\d+) bytes[;)]", line)]
 
 
 def main():

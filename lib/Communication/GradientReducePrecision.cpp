@@ -63,6 +63,17 @@ struct GradientReducePrecisionPass
       // calls (the gradient's partial clones).
       SetVector<Operation *> fns;
       fns.insert(grad);
+      // A pipeline stage's backward split at its residuals
+      // (par-pipeline-stash): the B action's gradients.
+      if (auto pipe = module->getAttrOfType<PipelineAttr>(
+              ParDialect::kPipelineAttrName))
+        for (StageAttr st : pipe.getStages())
+          if (st.getBackward() &&
+              st.getBackward().getValue() ==
+                  cast<SymbolOpInterface>(grad.getOperation()).getName() &&
+              st.getStashBackward())
+            if (Operation *bwd = module.lookupSymbol(st.getStashBackward()))
+              fns.insert(bwd);
       // A pipeline stage's update (it reduces the micro-batch sums).
       if (FunctionOpInterface update =
               getLinkedFunction(fwd, ParDialect::kUpdateAttrName))

@@ -668,7 +668,10 @@ void SinkReductionsPass::acrossStages() {
                                ParDialect::kStageArgsAttrName)
                          : nullptr;
     SmallVector<func::FuncOp> producers;
-    for (FlatSymbolRefAttr sym : {stage.getBackward(), stage.getWeightGrad()})
+    // The stage's backward, its split at the residuals (what B runs when
+    // par-pipeline-stash made it) and ZB-H1's weight half.
+    for (FlatSymbolRefAttr sym : {stage.getBackward(), stage.getStashBackward(),
+                                  stage.getWeightGrad()})
       if (func::FuncOp fn = lookup(sym))
         producers.push_back(fn);
     if (!params || update.isExternal() || producers.empty())

@@ -431,7 +431,9 @@ void parsePipeline(const JsonValue &pipe, PipelineSpec &p) {
                              {key::kStageBackward, &st.backward},
                              {key::kStageInputGrad, &st.inputGrad},
                              {key::kStageWeightGrad, &st.weightGrad},
-                             {key::kStageUpdate, &st.update}})
+                             {key::kStageUpdate, &st.update},
+                             {key::kStageStashForward, &st.stashForward},
+                             {key::kStageStashBackward, &st.stashBackward}})
       if (const std::string *s = sv.getString(role))
         *dst = *s;
     p.stages.push_back(st);

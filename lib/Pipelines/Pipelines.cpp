@@ -139,6 +139,11 @@ void mlir::par::buildSPMDPipeline(OpPassManager &pm,
     sp.axis = options.sequenceParallelAxis;
     pm.addPass(createSequenceParallel(sp));
   }
+  // A pipelined program's stage backwards split at the values their
+  // adjoints read, on the propagated program: both sides of a residual
+  // carry the sharding propagation (and sequence parallelism) chose.
+  if (options.stash)
+    pm.addPass(createPipelineStash());
   // Partitioning reads propagation's shardings and makes types local.
   pm.addPass(createPartition());
   // Cleanup: fold what partitioning left (e.g. casts, duplicate constants).

@@ -35,7 +35,8 @@ SmallVector<StageAttr> completeStages(PipelineAttr pipe, LinkFn linked) {
         st.getWeightLoss(), linked(st.getLoss(), ParDialect::kGradAttrName),
         linked(st.getInputLoss(), ParDialect::kGradAttrName),
         linked(st.getWeightLoss(), ParDialect::kGradAttrName),
-        linked(st.getLoss(), ParDialect::kUpdateAttrName)));
+        linked(st.getLoss(), ParDialect::kUpdateAttrName),
+        st.getStashForward(), st.getStashBackward()));
   return out;
 }
 

@@ -334,7 +334,7 @@ struct PipelineSplitPass
           b.getContext(), made.lookup(Part::Forward), made.lookup(Part::Whole),
           made.lookup(Part::Input), made.lookup(Part::Weight),
           /*backward=*/{}, /*input_grad=*/{}, /*weight_grad=*/{},
-          /*update=*/{}));
+          /*update=*/{}, /*stash_forward=*/{}, /*stash_backward=*/{}));
     }
     module->setAttr(ParDialect::kPipelineAttrName,
                     PipelineAttr::get(b.getContext(),

@@ -20,6 +20,8 @@ std::string Configuration::str() const {
      << " schedule=" << schedule << " precision=" << precision;
   if (gradReduce != "f32")
     os << " grad-reduce=" << gradReduce;
+  if (!stash)
+    os << " stash=false";
   return os.str();
 }
 
@@ -41,6 +43,8 @@ std::string Configuration::compileOptions() const {
     os << " sequence-parallel=true";
   if (gradReduce != "f32" && precision != "f32")
     os << " grad-reduce=" << gradReduce;
+  if (!stash && pp > 1)
+    os << " stash=false";
   return os.str();
 }
 
@@ -98,6 +102,12 @@ bool mlir::par::planning::parseConfiguration(const std::string &text,
         return false;
       }
       config.sequenceParallel = value == "true";
+    } else if (key == "stash") {
+      if (value != "true" && value != "false") {
+        error = "stash=" + value.str() + ": expected true or false";
+        return false;
+      }
+      config.stash = value == "true";
     } else if (key == "schedule") {
       ::par::pipeline::ScheduleKind kind;
       if (!::par::pipeline::parseScheduleKind(value.str(), kind)) {

@@ -291,16 +291,19 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
     }
   }
   // par's pipeline (docs/RationalePipeline.md, par-run --pipeline): a
-  // forward stashes only its stage's input, so every backward action first
-  // recomputes the stage's forward (a stage-sized full recomputation;
-  // recompute=full or selective then recompute again inside it). ZB-H1's
-  // halves are two such actions: BI (the input gradient: half the
-  // backward, its GEMMs being dX = dY W^T against B's dX and dW) and BW
-  // (the weight gradients, which need dY carried back through the whole
-  // stage: the backward, priced whole).
+  // forward keeps the residuals its backward reads (par-pipeline-stash),
+  // so a backward action costs the backward (and what recompute=full or
+  // selective recompute). ZB-H1's halves and stash=false stash only the
+  // stage's input: every backward action first recomputes the stage's
+  // forward (a stage-sized full recomputation). ZB-H1's halves are two
+  // such actions: BI (the input gradient: half the backward, its GEMMs
+  // being dX = dY W^T against B's dX and dW) and BW (the weight gradients,
+  // which need dY carried back through the whole stage: the backward,
+  // priced whole).
   const bool pipelined = c.pp > 1;
   const bool zb = pipelined && c.schedule == "zbh1";
-  const double stageFwd = pipelined ? fwd : 0, stageTpF = pipelined ? tpF : 0;
+  const bool redoStage = pipelined && (zb || !c.stash);
+  const double stageFwd = redoStage ? fwd : 0, stageTpF = redoStage ? tpF : 0;
   auto backwardAction = [&](double part) {
     return (stageFwd + recomputeFwd + part * back) * share +
            (stageTpF + tpR + part * tpB) / chunks;
@@ -422,9 +425,10 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
     actChunk = layersPerChunk * hidden;
     working = act / static_cast<double>(model.layers);
   }
-  if (pipelined) {
+  if (redoStage) {
     // Only stage inputs wait between a forward and its backward; the
     // backward action holds one micro-batch's saved results while it runs.
+    // (Stashing, each micro-batch in flight holds its residuals: actChunk.)
     working += actChunk;
     actChunk = hidden;
   }

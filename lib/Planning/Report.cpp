@@ -71,7 +71,9 @@ void mlir::par::planning::printBreakdown(llvm::raw_ostream &os,
       !pipelined ? ""
       : e.config.schedule == "zbh1"
           ? "  (BI and BW each redo the stage's forward; BW redoes BI's half)"
-          : "  (every backward redoes its stage's forward)");
+      : !e.config.stash
+          ? "  (every backward redoes its stage's forward: stash=false)"
+          : "  (the forwards keep their residuals: no stage forward redone)");
   row("tensor-parallel comm", e.tpComm);
   row("pipeline bubble", e.bubble,
       machine.sharedProcessors > 0 && pipelined

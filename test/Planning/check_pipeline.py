@@ -18,6 +18,12 @@ lib/Schedule, the same builder the planner calls):
                       and BW action redoes A's per-backward recompute and
                       each BW also BI's half of A's per-action backward;
                       Z's bubble is below A's;
+  stash S R           S: 1F1B, the forwards keeping their residuals (the
+                      default); R: the same with stash=false. S redoes no
+                      stage forward (recompute 0, R's the forward), its
+                      forward and backward phases are R's, its step is
+                      shorter and its activations larger (each micro-batch
+                      in flight holds its residuals, not its stage input);
   shared A B          A with node.processors, B the same machine without:
                       the pipelined step of A is shorter (a rank runs faster
                       while the others wait), the phases other than the
@@ -126,6 +132,18 @@ elif mode == "zbh1":
           "backwards) = %.4f; bubble %.2fx 1f1b's: %s" % (
               c["F"], c["BI"], c["BW"], same, z["recompute"] / want,
               z["pipeline bubble"] / a["pipeline bubble"], verdict(ok)))
+elif mode == "stash":
+    st, re_ = phases(sys.argv[2]), phases(sys.argv[3])
+    act = [float(re.search(r"activations\s+([0-9.e+-]+) GiB", open(p).read())
+                 .group(1)) for p in sys.argv[2:4]]
+    same = close(st["forward"], re_["forward"]) and \
+        close(st["backward"], re_["backward"])
+    ok = st["recompute"] == 0 and re_["recompute"] > 0 and same and \
+        st["step"] < re_["step"] and act[0] > act[1]
+    print("stash: recompute %g, forward and backward equal stash=false's: "
+          "%s, step %.2fx stash=false's, activations %.2fx: %s" % (
+              st["recompute"], same, st["step"] / re_["step"],
+              act[0] / act[1], verdict(ok)))
 elif mode == "shared":
     a, b = phases(sys.argv[2]), phases(sys.argv[3])
     same = all(close(a[k], b[k]) for k in PHASES if k != "pipeline bubble")

@@ -7,7 +7,8 @@ PLAN = re.compile(r'memory plan of pipeline rank (\d+) \((\w+)\): peak '
                   r'flight [0-9.]+ MiB \((\d+) stage inputs\)')
 LINE = re.compile(r'memory \(rank (\d+)\): predicted ([0-9.]+) MiB, '
                   r'measured peak ([0-9.]+) MiB')
-STASH = re.compile(r'peak in-flight activations \(stage inputs held\), per '
+STASH = re.compile(r'peak in-flight activations \(stage inputs(?: and forward '
+                   r'residuals)? held\), per '
                    r'pipeline rank:(.*)')
 
 
@@ -85,11 +86,23 @@ def check_schedules(g4, g8, o8):
           '1f1b m=8 < gpipe m=4')
 
 
+def check_residuals(stash, full, recompute):
+    a, b, c = (parse(x)[3] for x in (stash, full, recompute))
+    for r in sorted(a):
+        per = [h[r]['bytes'] // max(h[r]['stashed'], 1) for h in (a, b, c)]
+        ok = per[0] > per[1] > per[2]
+        print('rank %d: stash %d > recompute=full %d > stash=false %d bytes '
+              'a micro-batch: %s' % (r, per[0], per[1], per[2], ok))
+        assert ok, per
+
+
 if __name__ == '__main__':
     if sys.argv[1] == 'run':
         check_run(sys.argv[2], sys.argv[3], int(sys.argv[4]),
                   int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7]))
     elif sys.argv[1] == 'schedules':
         check_schedules(*sys.argv[2:5])
+    elif sys.argv[1] == 'residuals':
+        check_residuals(*sys.argv[2:5])
     else:
         raise SystemExit('unknown check ' + sys.argv[1])

@@ -123,16 +123,33 @@ TEST(Planning, CollectiveSeconds) {
 }
 
 // One GEMM per layer: forward = flops / (peak x efficiency), backward twice
-// that; par's pipelined backward recomputes its stage's forward first
-// (B = f + b), so 1F1B's makespan with free transfers is
-// (m + p - 1)(f + f + b) and the bubble (p - 1)(2f + b); memory by the ZeRO
-// paper's bytes per parameter.
+// that. par's pipelined backward runs on the residuals its forward kept
+// (B = b), so 1F1B's makespan with free transfers is (m + p - 1)(f + b)
+// and the bubble (p - 1)(f + b), each micro-batch in flight holding its
+// stage's activations; with stash=false it recomputes its stage's forward
+// first (B = f + b): the makespan (m + p - 1)(f + f + b), the bubble
+// (p - 1)(2f + b), and only stage inputs wait. Memory by the ZeRO paper's
+// bytes per parameter.
 TEST(Planning, EstimateComposesTheTimetable) {
   Machine m = machine();
   ModelProfile p = profile(4, 1e11, 1e6, 1e8);
   Configuration c;
   c.dp = 1, c.tp = 1, c.pp = 2, c.m = 4, c.schedule = "1f1b";
   c.precision = "bf16";
+  {
+    Estimate e;
+    std::string error;
+    ASSERT_TRUE(estimate(p, m, c, /*globalBatch=*/4, e, error)) << error;
+    double f = 2 * 0.125, b = 2 * f;
+    EXPECT_NEAR(e.forward, 4 * f, 1e-9);
+    EXPECT_NEAR(e.backward, 4 * b, 1e-9);
+    EXPECT_DOUBLE_EQ(e.recompute, 0);
+    EXPECT_NEAR(e.bubble, (2 - 1) * (f + b), 1e-6);
+    // Two micro-batches in flight, each its stage's two layers' results.
+    EXPECT_DOUBLE_EQ(e.inFlight, 2);
+    EXPECT_DOUBLE_EQ(e.activations, 2 * 2e6);
+  }
+  c.stash = false;
   Estimate e;
   std::string error;
   ASSERT_TRUE(estimate(p, m, c, /*globalBatch=*/4, e, error)) << error;

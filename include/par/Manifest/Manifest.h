@@ -54,6 +54,7 @@ struct FunctionSpec {
 
 struct StageSpec {
   std::string forward, backward, inputGrad, weightGrad, update;
+  std::string stashForward, stashBackward; // par-pipeline-stash's split
 };
 
 struct PipelineSpec {

@@ -19,7 +19,8 @@
 //     "pipeline"?: { "func", "step"?, "logits"?, "axis", "schedule",
 //                    "backward", "p", "m", "v",
 //                    "stages": [ { "forward", "backward"?, "input_grad"?,
-//                                  "weight_grad"?, "update"? } ],
+//                                  "weight_grad"?, "update"?,
+//                                  "stash_forward"?, "stash_backward"? } ],
 //                    "programs": [ [action] ] } }
 //   tensor = { "dtype", "global_shape", "local_shape", "init"?, "role"?,
 //              "name"?, "aliases"?, "slice"?: { "of", "dim", "offset" },
@@ -32,8 +33,9 @@
 //
 // Optional keys are added without a new version as long as an old manifest
 // still means what it meant ("compression", the input roles
-// "error_feedback", "tokens" and "targets" and an input's "name",
-// "aliases", "slice" and "vocab" are such additions: a manifest without them reads
+// "error_feedback", "tokens" and "targets", an input's "name",
+// "aliases", "slice" and "vocab", a stage's "stash_forward" and
+// "stash_backward" are such additions: a manifest without them reads
 // as before).
 //
 //===----------------------------------------------------------------------===//
@@ -159,6 +161,10 @@ inline constexpr const char kStageBackward[] = "backward";
 inline constexpr const char kStageInputGrad[] = "input_grad";
 inline constexpr const char kStageWeightGrad[] = "weight_grad";
 inline constexpr const char kStageUpdate[] = "update";
+// The full backward split at its residuals (par-pipeline-stash): the
+// forward that returns them and the backward that reads them.
+inline constexpr const char kStageStashForward[] = "stash_forward";
+inline constexpr const char kStageStashBackward[] = "stash_backward";
 // An action of a program.
 inline constexpr const char kActionOp[] = "op";
 inline constexpr const char kActionMb[] = "mb";

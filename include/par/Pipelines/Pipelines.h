@@ -236,6 +236,14 @@ struct CommunicationOptions : OptionGroup {
       llvm::cl::desc("sequence-parallel: the tensor-parallel mesh axis"),
       llvm::cl::init(kSeq.axis)};
 
+  Option<bool> stash{
+      owner, "stash",
+      llvm::cl::desc("Pipelined training: each stage's forward keeps the "
+                     "values its backward reads (par-pipeline-stash), so the "
+                     "backward does not recompute the forward (default "
+                     "true; false: it does, holding only the stage input)"),
+      llvm::cl::init(true)};
+
   Option<std::string> gradReduce{
       owner, "grad-reduce",
       llvm::cl::desc("Mixed precision: reduce data-parallel gradients in f32 "

@@ -123,4 +123,42 @@ def VerifyPipeline : Pass<"par-verify-pipeline", "ModuleOp"> {
   }];
 }
 
+def PipelineStash : Pass<"par-pipeline-stash", "ModuleOp"> {
+  let summary = "Splits each stage backward into a forward that keeps its residuals and the adjoints";
+  let description = [{
+    Runs on the propagated program (after sharding propagation and
+    sequence parallelism, before partitioning). A stage's backward
+    `f_s<k>_grad` is the stage's forward followed by its adjoints; run as
+    the B action, it recomputes the forward the F action ran (B = F + 2F).
+    For each stage of the module's `#par.pipeline` whose backward is whole
+    (not ZB-H1's BI/BW split), the pass writes
+
+    - `@f_s<k>_fwd_res(args..., [x]) -> (y, r...)`: the ops the stage's
+      output y (the last stage's loss) depends on, returning y and the
+      residuals r: the forward values the adjoints read;
+    - `@f_s<k>_bwd(args..., [x], r..., [dy]) -> (0, grads..., [dx])`: the
+      ops the gradients need, reading the residuals; its first result is a
+      zero of the scalar's type (the caller reads the loss from F).
+
+    Constants, empty tensors and side-effect-free ops computed from them
+    and the parameters alone (mixed precision's weight casts) are not kept:
+    they are recomputed where the backward needs them. A residual's
+    sharding is its propagated sharding, without partial axes (it crosses
+    reduced), on both sides. After par-recompute the residuals are what
+    its policy saves: with `recompute=full` a layer's input, with
+    `selective` all but the attention cores. The stage table records the
+    two functions (`stash_forward`, `stash_backward`); par-run's executor
+    then runs F as `_fwd_res`, keeps each micro-batch's residuals until its
+    B, and runs B as `_bwd`. With `report`, prints each stage's residual
+    count and global bytes.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print each stage's residuals">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // PAR_PIPELINING_PASSES_TD

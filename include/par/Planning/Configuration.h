@@ -25,6 +25,10 @@ struct Configuration {
   int64_t zero = 0;
   std::string recompute = "none"; // none, selective, full
   bool sequenceParallel = false;
+  /// A pipeline's forwards keep the residuals their backwards read
+  /// (par-compile's stash, the default); false: every backward recomputes
+  /// its stage's forward from the stage input.
+  bool stash = true;
   std::string schedule = "1f1b"; // gpipe, 1f1b, interleaved, zbh1
   std::string precision = "bf16"; // compute type: bf16, f16, f32
   /// The data-parallel gradient reduction's type: f32 (par's default) or

@@ -205,6 +205,11 @@ typedef struct par_pipeline_stage_t {
   const char *input_grad;  /* ZB-H1's halves of the backward */
   const char *weight_grad;
   const char *update;      /* the optimizer update */
+  /* The full backward split at its residuals (par-pipeline-stash): F runs
+   * stash_forward, (args, [x]) -> (y, residuals...), and B stash_backward,
+   * (args, [x], residuals..., [dy]) -> (0, grads..., [dx]). */
+  const char *stash_forward;
+  const char *stash_backward;
 } par_pipeline_stage_t;
 
 typedef struct par_pipeline_info_t {

@@ -30,8 +30,10 @@
  * "targets". 6: started all-gathers (par_rt_k_all_gather_start, completed by
  * par_rt_k_wait; the kernel record "all_gather_start"). 7: the session's
  * segments of fused parameters (par_tensor_info_t.slice_of, slice_dim,
- * slice_offset). 8: padding past a slice's tensor (slice_extent). */
-#define PAR_RT_API_VERSION 8
+ * slice_offset). 8: padding past a slice's tensor (slice_extent). 9: a
+ * pipeline stage's stashing forward and backward
+ * (par_pipeline_stage_t.stash_forward, stash_backward). */
+#define PAR_RT_API_VERSION 9
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,7 +10,10 @@
 //
 // The rules: a forward takes its input activation (stages > 0) and
 // stashes it until the stage's backward (or, split, its weight-gradient
-// half), which recomputes the forward from it; the output activation is
+// half), which recomputes the forward from it, or, where the stage's
+// backward is split at its residuals (par-pipeline-stash), keeps the
+// forward's residuals with it, which the backward reads instead; the
+// output activation is
 // held until it is sent (or, on the same rank, taken by the next stage's
 // forward); a received activation or gradient until the action that takes
 // it; a backward's input gradient until it is sent; the split backward's
@@ -42,22 +45,27 @@ enum class StageCall { Forward, Backward, InputGrad, WeightGrad };
 /// What the interpreter holds between actions, in bytes, by what it is.
 struct PipelineHeld {
   int64_t stashed = 0;   // stage inputs kept for the backward
+  int64_t residuals = 0; // forward residuals kept for the backward
   int64_t outputGrads = 0; // BI's output gradients kept for BW
   int64_t activations = 0; // produced or received, not yet taken or sent
   int64_t gradients = 0;   // input gradients, produced or received
   int64_t sending = 0;     // a send's buffer in flight
   int64_t stashedCount = 0; // micro-batch stage inputs stashed
   int64_t total() const {
-    return stashed + outputGrads + activations + gradients + sending;
+    return stashed + residuals + outputGrads + activations + gradients +
+           sending;
   }
 };
 
 /// The retention rules over a backend. Backend provides:
 ///   using Buf: movable, default-constructed empty, int64_t bytes() const;
 ///   std::vector<Buf> call(StageCall, const pipeline::Action &, const Buf
-///       *x, const Buf *dy): the stage function on stage input x (ignored
-///       for stage 0) and output gradient dy (null: the last stage);
-///       fresh results;
+///       *x, const Buf *dy, const std::vector<Buf> *residuals): the stage
+///       function on stage input x (ignored for stage 0), the forward's
+///       residuals (a stashing stage's backward; else null) and output
+///       gradient dy (null: the last stage); fresh results;
+///   bool stashes(int64_t stage): its forward returns residuals after its
+///       output, which its backward reads;
 ///   void loss(const Buf &): the last stage's forward result;
 ///   void accumulate(StageCall, int64_t stage, const std::vector<Buf> &);
 ///   size_t numParams(int64_t stage);
@@ -92,6 +100,7 @@ public:
   PipelineHeld held() const {
     PipelineHeld h;
     h.stashed = stashBytes;
+    h.residuals = residualBytes;
     h.stashedCount = (int64_t)stash.size();
     for (auto &[k, b] : dyStash)
       h.outputGrads += b.bytes();
@@ -104,9 +113,10 @@ public:
     return h;
   }
 
-  /// The most stage inputs stashed at once, and the most bytes.
+  /// The most stage inputs stashed at once, and the most bytes (with the
+  /// residuals kept with them: peakResidualBytes of them).
   size_t peakStash = 0;
-  int64_t peakStashBytes = 0;
+  int64_t peakStashBytes = 0, peakResidualBytes = 0;
 
 private:
   static std::string named(const char *what, const pipeline::Action &a) {
@@ -147,22 +157,42 @@ private:
     Buf x;
     if (a.stage > 0)
       x = take(acts, key, named("F", a) + " has no input activation");
-    std::vector<Buf> outs = be.call(StageCall::Forward, a, &x, nullptr);
+    std::vector<Buf> outs =
+        be.call(StageCall::Forward, a, &x, nullptr, nullptr);
     if (a.stage + 1 == S)
       be.loss(outs[0]);
     else
       acts[{a.mb, a.stage + 1}] = std::move(outs[0]);
+    if (be.stashes(a.stage)) {
+      std::vector<Buf> &r = residuals[key];
+      for (size_t i = 1; i < outs.size(); ++i) {
+        residualBytes += outs[i].bytes();
+        r.push_back(std::move(outs[i]));
+      }
+    }
     stashBytes += x.bytes();
     stash[key] = std::move(x);
     peakStash = std::max(peakStash, stash.size());
-    peakStashBytes = std::max(peakStashBytes, stashBytes);
+    peakStashBytes = std::max(peakStashBytes, stashBytes + residualBytes);
+    peakResidualBytes = std::max(peakResidualBytes, residualBytes);
   }
 
   void backward(const pipeline::Action &a) {
     Buf x = unstash(a);
     Buf dy = outputGradient(a, "B");
+    std::vector<Buf> res;
+    if (be.stashes(a.stage)) {
+      auto it = residuals.find({a.mb, a.stage});
+      if (it == residuals.end())
+        fatal("pipeline: " + named("B", a) + " has no stashed residuals");
+      res = std::move(it->second);
+      residuals.erase(it);
+      for (const Buf &b : res)
+        residualBytes -= b.bytes();
+    }
     std::vector<Buf> outs =
-        be.call(StageCall::Backward, a, &x, dyArg(a, dy));
+        be.call(StageCall::Backward, a, &x, dyArg(a, dy),
+                be.stashes(a.stage) ? &res : nullptr);
     be.accumulate(StageCall::Backward, a.stage, outs);
     if (a.stage > 0)
       grads[{a.mb, a.stage}] = std::move(outs[1 + be.numParams(a.stage)]);
@@ -177,8 +207,8 @@ private:
       auto x = stash.find(key);
       if (x == stash.end())
         fatal("pipeline: " + named("BI", a) + " has no stashed stage input");
-      std::vector<Buf> outs =
-          be.call(StageCall::InputGrad, a, &x->second, dyArg(a, dy));
+      std::vector<Buf> outs = be.call(StageCall::InputGrad, a, &x->second,
+                                      dyArg(a, dy), nullptr);
       grads[key] = std::move(outs[1]);
     }
     dyStash[key] = std::move(dy);
@@ -189,7 +219,8 @@ private:
     Buf dy = take(dyStash, {a.mb, a.stage},
                   named("BW", a) + " comes before its BI");
     be.accumulate(StageCall::WeightGrad, a.stage,
-                  be.call(StageCall::WeightGrad, a, &x, dyArg(a, dy)));
+                  be.call(StageCall::WeightGrad, a, &x, dyArg(a, dy),
+                          nullptr));
   }
 
   /// act(mb, s) is stage s's input; grad(mb, s) its gradient. A send
@@ -214,15 +245,19 @@ private:
   Backend &be;
   int64_t S;
   std::map<Key, Buf> acts, grads, stash, dyStash;
+  std::map<Key, std::vector<Buf>> residuals; // a stashing stage's
   std::list<Buf> inFlight; // buffers of unfinished sends
-  int64_t stashBytes = 0;
+  int64_t stashBytes = 0, residualBytes = 0;
 };
 
 /// The functions of one stage (null where the schedule calls none).
 struct PipelineStageFunctions {
+  /// forward and backward: the functions F and B call (a stashing stage's
+  /// `_fwd_res` and `_bwd`, with `stash` set).
   const Function *forward = nullptr, *backward = nullptr,
                  *inputGrad = nullptr, *weightGrad = nullptr,
                  *update = nullptr;
+  bool stash = false;
 };
 
 /// The predicted peak of one pipeline rank's step, with what is live then.

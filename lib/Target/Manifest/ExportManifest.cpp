@@ -349,7 +349,9 @@ llvm::json::Object pipelineEntry(PipelineAttr pipe) {
                                                      st.getBackward()},
           {key::kStageInputGrad, st.getInputGrad()},
           {key::kStageWeightGrad, st.getWeightGrad()},
-          {key::kStageUpdate, st.getUpdate()}})
+          {key::kStageUpdate, st.getUpdate()},
+          {key::kStageStashForward, st.getStashForward()},
+          {key::kStageStashBackward, st.getStashBackward()}})
       if (sym)
         e[role] = name(sym);
     stages.push_back(std::move(e));

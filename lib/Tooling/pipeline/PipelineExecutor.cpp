@@ -74,6 +74,14 @@ struct StageProgram {
   /// ZB-H1's halves of the backward: input gradient (stages > 0), weight
   /// gradients.
   Function gradInput, gradWeight;
+  /// The backward split at its residuals (par-pipeline-stash): F calls
+  /// fwdRes, which returns them after the output, B calls bwd on them.
+  Function fwdRes, bwd;
+  bool stash = false;
+  const Function &forwardFn() const { return stash ? fwdRes : fwd; }
+  const Function &backwardFn() const { return stash ? bwd : grad; }
+  /// The residuals fwdRes returns (after its output).
+  size_t numResiduals() const { return stash ? fwdRes.outputs.size() - 1 : 0; }
   /// Parameter buffers by the split function's argument index.
   std::map<int64_t, SessionBuffer> params;
   /// The update's state arguments (after params and grads), and the sums
@@ -152,7 +160,9 @@ private:
   void prepareCommunicators();
   void initStage(int64_t s);
   CallArgs stageArgs(int64_t s, int64_t step, int64_t mb,
-                     const SessionBuffer *x, const SessionBuffer *dy);
+                     const Function &callee, const SessionBuffer *x,
+                     const std::vector<SessionBuffer> *residuals,
+                     const SessionBuffer *dy);
   Buffer dataArg(const Function &fs, size_t j, int64_t orig, int64_t s,
                  int64_t step, int64_t mb);
   void accumulate(StageProgram &st, const Function &fn,
@@ -164,9 +174,10 @@ private:
   // call these.
   friend class PipelineBuffers<PipelineRun>;
   using Buf = SessionBuffer;
-  std::vector<SessionBuffer> call(StageCall c, const pl::Action &a,
-                                  const SessionBuffer *x,
-                                  const SessionBuffer *dy);
+  std::vector<SessionBuffer>
+  call(StageCall c, const pl::Action &a, const SessionBuffer *x,
+       const SessionBuffer *dy, const std::vector<SessionBuffer> *residuals);
+  bool stashes(int64_t stage) const { return stages[stage].stash; }
   void loss(const SessionBuffer &out);
   void accumulate(StageCall c, int64_t stage,
                   const std::vector<SessionBuffer> &outs);
@@ -312,6 +323,10 @@ void PipelineRun::loadStages() {
       if (s > 0)
         stages[s].gradInput = role(s, st.input_grad, "input-gradient");
       stages[s].gradWeight = role(s, st.weight_grad, "weight-gradient");
+    } else if (st.stash_forward && st.stash_backward) {
+      stages[s].fwdRes = sharded.lookup(st.stash_forward);
+      stages[s].bwd = sharded.lookup(st.stash_backward);
+      stages[s].stash = true;
     }
   }
   for (int64_t s = 0; s < S; ++s)
@@ -347,6 +362,11 @@ void PipelineRun::checkStage(int64_t s) const {
     fatal("manifest: arg0 of '" + st.fwd.name + "' has no batch dimension");
   need(st.grad, st.fwd.stageArgs.size() + in, 1 + P + in);
   need(st.update, 2 * P, P);
+  size_t R = st.numResiduals();
+  if (st.stash) {
+    need(st.fwdRes, st.fwd.stageArgs.size() + in, 1);
+    need(st.bwd, st.fwd.stageArgs.size() + in + R, 1 + P + in);
+  }
   if (shape.splitBackward) {
     if (s > 0)
       need(st.gradInput, st.fwd.stageArgs.size() + in, 2);
@@ -383,15 +403,20 @@ void PipelineRun::checkStage(int64_t s) const {
           "the runner passes one to the other");
   };
   for (size_t j = 0; j < P; ++j) {
-    same(st.grad, 1 + j, st.update, P + j);
+    same(st.backwardFn(), 1 + j, st.update, P + j);
     if (shape.splitBackward)
       same(st.gradWeight, 1 + j, st.update, P + j);
   }
+  // A residual goes from fwdRes's results to bwd's arguments.
+  for (size_t i = 0; i < R; ++i)
+    same(st.fwdRes, 1 + i, st.bwd, st.fwd.stageArgs.size() + in + i);
   if (s > 0) {
-    const Function &prev = stages[s - 1].grad;
-    size_t dy = stages[s - 1].fwd.stageArgs.size() + (s > 1 ? 1 : 0);
+    const StageProgram &ps = stages[s - 1];
+    const Function &prev = ps.backwardFn();
+    size_t dy =
+        ps.fwd.stageArgs.size() + (s > 1 ? 1 : 0) + ps.numResiduals();
     if (prev.inputs.size() > dy)
-      same(st.grad, 1 + P, prev, dy);
+      same(st.backwardFn(), 1 + P, prev, dy);
     if (shape.splitBackward)
       same(st.gradInput, 1, prev, dy);
   }
@@ -560,12 +585,18 @@ Buffer PipelineRun::dataArg(const Function &fs, size_t j, int64_t orig,
                     data.batch(t, orig == plan.targetsArg, step, m, mb));
 }
 
-/// The arguments of stage s's forward (or, with dy, backward) for mb.
+/// The arguments of stage s's function `callee` for mb: the stage
+/// arguments, x, a stashing backward's residuals and dy.
 CallArgs PipelineRun::stageArgs(int64_t s, int64_t step, int64_t mb,
+                                const Function &callee,
                                 const SessionBuffer *x,
+                                const std::vector<SessionBuffer> *residuals,
                                 const SessionBuffer *dy) {
   StageProgram &st = stages[s];
-  const Function &fs = dy || s + 1 == S ? st.grad : st.fwd;
+  // Data arguments in the callee's layout (without a split at residuals:
+  // the backward's where it has dy or runs the last stage, as before).
+  const Function &fs =
+      st.stash ? callee : dy || s + 1 == S ? st.grad : st.fwd;
   CallArgs args;
   for (size_t j = 0; j < st.fwd.stageArgs.size(); ++j) {
     int64_t orig = st.fwd.stageArgs[j];
@@ -577,6 +608,9 @@ CallArgs PipelineRun::stageArgs(int64_t s, int64_t step, int64_t mb,
   }
   if (s > 0)
     args.add(x);
+  if (residuals)
+    for (const SessionBuffer &r : *residuals)
+      args.add(&r);
   if (dy)
     args.add(dy);
   return args;
@@ -635,15 +669,17 @@ void PipelineRun::accumulate(StageProgram &st, const Function &fn,
 /// Stage a.stage's function `c` on x (the stage input; none for stage 0)
 /// and dy (the output gradient; null for the last stage), for a.mb of the
 /// current step.
-std::vector<SessionBuffer> PipelineRun::call(StageCall c, const pl::Action &a,
-                                             const SessionBuffer *x,
-                                             const SessionBuffer *dy) {
+std::vector<SessionBuffer>
+PipelineRun::call(StageCall c, const pl::Action &a, const SessionBuffer *x,
+                  const SessionBuffer *dy,
+                  const std::vector<SessionBuffer> *residuals) {
   StageProgram &st = stages[a.stage];
-  const Function &fn = c == StageCall::Forward    ? st.fwd
-                       : c == StageCall::Backward ? st.grad
+  const Function &fn = c == StageCall::Forward    ? st.forwardFn()
+                       : c == StageCall::Backward ? st.backwardFn()
                        : c == StageCall::InputGrad ? st.gradInput
                                                    : st.gradWeight;
-  return fn.callBuffers(stageArgs(a.stage, currentStep, a.mb, x, dy).ptrs);
+  return fn.callBuffers(
+      stageArgs(a.stage, currentStep, a.mb, fn, x, residuals, dy).ptrs);
 }
 
 void PipelineRun::loss(const SessionBuffer &out) {
@@ -653,7 +689,8 @@ void PipelineRun::loss(const SessionBuffer &out) {
 void PipelineRun::accumulate(StageCall c, int64_t stage,
                              const std::vector<SessionBuffer> &outs) {
   StageProgram &st = stages[stage];
-  accumulate(st, c == StageCall::WeightGrad ? st.gradWeight : st.grad, outs);
+  accumulate(st, c == StageCall::WeightGrad ? st.gradWeight : st.backwardFn(),
+             outs);
 }
 
 /// act(mb, s) is stage s's input; grad(mb, s) its gradient: both have the
@@ -867,8 +904,9 @@ StepOutcome PipelineRun::step(int64_t step) {
   return r;
 }
 
-/// Per pipeline rank: the most stage inputs held at once (activations in
-/// flight: recomputation keeps nothing else per micro-batch), and the
+/// Per pipeline rank: the most stage inputs held at once and their bytes
+/// (with a stashing stage's residuals: par-pipeline-stash; without, the
+/// backward recomputes the forward and nothing else is kept), and the
 /// runtime allocator's peak of that rank (what the memory plans predict).
 void PipelineRun::reportStash() {
   par_rt_memory_stats_t mem;
@@ -880,9 +918,12 @@ void PipelineRun::reportStash() {
                "gathering statistics");
   if (rank != 0)
     return;
-  printf("%s: peak in-flight activations (stage inputs held), per "
+  bool stash = false;
+  for (const StageProgram &st : stages)
+    stash |= st.stash;
+  printf("%s: peak in-flight activations (stage inputs%s held), per "
          "pipeline rank:",
-         toolName().c_str());
+         toolName().c_str(), stash ? " and forward residuals" : "");
   for (int64_t r = 0; r < pipe.p; ++r) {
     std::vector<int64_t> c(coords.size(), 0);
     c[ppAxis] = r;
@@ -898,8 +939,9 @@ PipelineMemoryPlan PipelineRun::memoryPlanOf(int64_t r) const {
   for (int64_t s = 0; s < S; ++s) {
     const StageProgram &st = stages[s];
     bool split = shape.splitBackward;
-    fns.push_back({&st.fwd, &st.grad, split && s > 0 ? &st.gradInput : nullptr,
-                   split ? &st.gradWeight : nullptr, &st.update});
+    fns.push_back({&st.forwardFn(), &st.backwardFn(),
+                   split && s > 0 ? &st.gradInput : nullptr,
+                   split ? &st.gradWeight : nullptr, &st.update, st.stash});
   }
   return predictPipelineMemory(fns, programs[r], r, pipe.p, donates());
 }
@@ -919,14 +961,16 @@ void PipelineRun::reportMemoryPlans() {
     }
     printf("%s: memory plan of pipeline rank %lld (%s): peak %s (%lld "
            "bytes) in %s = "
-           "stage state %s + in flight %s (%lld stage inputs %s) + the "
-           "action's own %s; most in flight %s (%lld stage inputs)\n",
+           "stage state %s + in flight %s (%lld stage inputs %s, their "
+           "residuals %s) + the action's own %s; most in flight %s (%lld "
+           "stage inputs)\n",
            toolName().c_str(), (long long)r,
            pipe.schedule ? pipe.schedule : "?", formatMiB(mp.peak).c_str(),
            (long long)mp.peak, mp.at.c_str(), formatMiB(mp.stageState).c_str(),
            formatMiB(mp.held.total()).c_str(),
            (long long)mp.held.stashedCount,
-           formatMiB(mp.held.stashed).c_str(), formatMiB(mp.call).c_str(),
+           formatMiB(mp.held.stashed).c_str(),
+           formatMiB(mp.held.residuals).c_str(), formatMiB(mp.call).c_str(),
            formatMiB(mp.peakHeld).c_str(), (long long)mp.peakStashed);
   }
   fflush(stdout);

@@ -67,7 +67,8 @@ public:
       : stages(stages), plan(plan), S((int64_t)stages.size()) {}
 
   std::vector<Bytes> call(StageCall c, const pl::Action &a, const Bytes *x,
-                          const Bytes *dy);
+                          const Bytes *dy, const std::vector<Bytes> *);
+  bool stashes(int64_t stage) const { return stages[stage].stash; }
   void loss(const Bytes &) {}
   void accumulate(StageCall, int64_t, const std::vector<Bytes> &) {}
   size_t numParams(int64_t stage) const {
@@ -130,16 +131,20 @@ void Simulation::observe(int64_t extra, const std::string &at) {
 }
 
 /// The call's made arguments (the executor's stageArgs: the forward's
-/// stage arguments that are not parameters, sized as the backward's when
-/// it passes dy or runs the last stage) and results, then its program.
+/// stage arguments that are not parameters, sized as the called
+/// function's for a stashing stage, else as the backward's when it passes
+/// dy or runs the last stage) and results, then its program.
 std::vector<Bytes> Simulation::call(StageCall c, const pl::Action &a,
-                                    const Bytes *, const Bytes *dy) {
+                                    const Bytes *, const Bytes *dy,
+                                    const std::vector<Bytes> *) {
   const PipelineStageFunctions &st = stages[a.stage];
   const Function *fn = function(c, st);
   if (!fn)
     fatal("pipeline memory: stage " + std::to_string(a.stage) +
           " has no function for " + pl::formatAction(a));
-  const Function &spec = dy || a.stage + 1 == S ? *st.backward : *st.forward;
+  const Function &spec = st.stash                      ? *fn
+                         : dy || a.stage + 1 == S ? *st.backward
+                                                  : *st.forward;
   const std::vector<int64_t> &params = st.update->stageArgs;
   std::vector<Bytes> made, outs;
   for (size_t j = 0; j < st.forward->stageArgs.size(); ++j)

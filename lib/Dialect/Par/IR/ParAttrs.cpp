@@ -309,6 +309,8 @@ StageAttr::getSymbols() const {
   add("input_grad", getInputGrad());
   add("weight_grad", getWeightGrad());
   add("update", getUpdate());
+  add("stash_forward", getStashForward());
+  add("stash_backward", getStashBackward());
   return out;
 }
 

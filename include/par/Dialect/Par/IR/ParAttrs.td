@@ -231,6 +231,14 @@ def Par_StageAttr : AttrDef<Par_Dialect, "Stage"> {
       `weight_loss` (ZB-H1's BI and BW; stage 0 has no `input_grad`);
     - `update`: the stage's optimizer update.
 
+    par-pipeline-stash (on the sharded program) splits `backward` into the
+    forward that keeps what it needs and the rest:
+
+    - `stash_forward`: `(args..., [x]) -> (y, residuals...)`, the F action
+      (the last stage's returns the loss first);
+    - `stash_backward`: `(args..., [x], residuals..., [dy]) -> (0, grads...,
+      [dx])`, the B action, without the forward it would recompute.
+
     ```mlir
     #par.stage<forward = @loss_s0_fwd, loss = @loss_s0,
                backward = @loss_s0_grad, update = @loss_s0_update>
@@ -247,7 +255,9 @@ def Par_StageAttr : AttrDef<Par_Dialect, "Stage"> {
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$backward,
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$input_grad,
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$weight_grad,
-    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$update
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$update,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$stash_forward,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$stash_backward
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let extraClassDeclaration = [{
