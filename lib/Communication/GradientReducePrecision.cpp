@@ -72,8 +72,11 @@ struct GradientReducePrecisionPass
               st.getBackward().getValue() ==
                   cast<SymbolOpInterface>(grad.getOperation()).getName() &&
               st.getStashBackward())
-            if (Operation *bwd = module.lookupSymbol(st.getStashBackward()))
-              fns.insert(bwd);
+            for (FlatSymbolRefAttr sym :
+                 {st.getStashBackward(), st.getStashWeightGrad()})
+              if (sym)
+                if (Operation *fn = module.lookupSymbol(sym))
+                  fns.insert(fn);
       // A pipeline stage's update (it reduces the micro-batch sums).
       if (FunctionOpInterface update =
               getLinkedFunction(fwd, ParDialect::kUpdateAttrName))

@@ -670,10 +670,12 @@ void SinkReductionsPass::acrossStages() {
     SmallVector<func::FuncOp> producers;
     // The stage's backward, its split at the residuals (what B runs when
     // par-pipeline-stash made it) and ZB-H1's weight half.
-    for (FlatSymbolRefAttr sym : {stage.getBackward(), stage.getStashBackward(),
-                                  stage.getWeightGrad()})
+    for (FlatSymbolRefAttr sym :
+         {stage.getBackward(), stage.getStashBackward(), stage.getWeightGrad(),
+          stage.getStashWeightGrad()})
       if (func::FuncOp fn = lookup(sym))
-        producers.push_back(fn);
+        if (!llvm::is_contained(producers, fn)) // stage 0: BW is B's
+          producers.push_back(fn);
     if (!params || update.isExternal() || producers.empty())
       continue;
     // The executor sums each parameter's gradient (producer result 1 + j)

@@ -433,7 +433,10 @@ void parsePipeline(const JsonValue &pipe, PipelineSpec &p) {
                              {key::kStageWeightGrad, &st.weightGrad},
                              {key::kStageUpdate, &st.update},
                              {key::kStageStashForward, &st.stashForward},
-                             {key::kStageStashBackward, &st.stashBackward}})
+                             {key::kStageStashBackward, &st.stashBackward},
+                             {key::kStageStashInputGrad, &st.stashInputGrad},
+                             {key::kStageStashWeightGrad,
+                              &st.stashWeightGrad}})
       if (const std::string *s = sv.getString(role))
         *dst = *s;
     p.stages.push_back(st);

@@ -36,7 +36,8 @@ SmallVector<StageAttr> completeStages(PipelineAttr pipe, LinkFn linked) {
         linked(st.getInputLoss(), ParDialect::kGradAttrName),
         linked(st.getWeightLoss(), ParDialect::kGradAttrName),
         linked(st.getLoss(), ParDialect::kUpdateAttrName),
-        st.getStashForward(), st.getStashBackward()));
+        st.getStashForward(), st.getStashBackward(), st.getStashInputGrad(),
+        st.getStashWeightGrad()));
   return out;
 }
 

@@ -334,7 +334,8 @@ struct PipelineSplitPass
           b.getContext(), made.lookup(Part::Forward), made.lookup(Part::Whole),
           made.lookup(Part::Input), made.lookup(Part::Weight),
           /*backward=*/{}, /*input_grad=*/{}, /*weight_grad=*/{},
-          /*update=*/{}, /*stash_forward=*/{}, /*stash_backward=*/{}));
+          /*update=*/{}, /*stash_forward=*/{}, /*stash_backward=*/{},
+          /*stash_input_grad=*/{}, /*stash_weight_grad=*/{}));
     }
     module->setAttr(ParDialect::kPipelineAttrName,
                     PipelineAttr::get(b.getContext(),

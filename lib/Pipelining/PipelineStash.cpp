@@ -84,6 +84,9 @@ struct StageSplit {
   DenseSet<Operation *> cheap;    // recomputed wherever used
   DenseSet<Operation *> backward; // what the gradients need
   llvm::SetVector<Value> residuals;
+  /// What the backward part computes (default: the results after the
+  /// first).
+  SmallVector<Value> roots;
 
   bool isCheapValue(Value v) {
     if (auto arg = dyn_cast<BlockArgument>(v))
@@ -143,7 +146,9 @@ struct StageSplit {
       }
       work.push_back(d);
     };
-    for (Value v : ret.getOperands().drop_front())
+    if (roots.empty())
+      roots.assign(ret.getOperands().begin() + 1, ret.getOperands().end());
+    for (Value v : roots)
       reach(v);
     while (!work.empty()) {
       Operation *op = work.pop_back_val();
@@ -169,22 +174,34 @@ struct PipelineStashPass
     SmallVector<StageAttr> stages;
     bool changed = false;
     for (auto [k, st] : llvm::enumerate(pipe.getStages())) {
-      // A split backward (ZB-H1's BI and BW) keeps its recomputation.
-      if (!st.getBackward() || st.getInputGrad() || st.getWeightGrad() ||
-          st.getStashForward()) {
+      if (!st.getBackward() || st.getStashForward()) {
         stages.push_back(st);
         continue;
       }
+      StageSplit s;
       FailureOr<std::pair<func::FuncOp, func::FuncOp>> made =
-          split(symbols, st, k);
+          split(symbols, st, k, s);
       if (failed(made))
         return signalPassFailure();
+      // ZB-H1's halves (the stage has input_grad/weight_grad): the
+      // backward split again, into the input gradient BI (stages > 0)
+      // and the weight gradients BW on what BI kept.
+      FlatSymbolRefAttr bi, bw;
+      if (st.getWeightGrad()) {
+        FailureOr<std::pair<func::FuncOp, func::FuncOp>> halves =
+            splitHalves(symbols, s, made->second, k);
+        if (failed(halves))
+          return signalPassFailure();
+        if (halves->first)
+          bi = FlatSymbolRefAttr::get(halves->first);
+        bw = FlatSymbolRefAttr::get(halves->second);
+      }
       stages.push_back(StageAttr::get(
           st.getContext(), st.getForward(), st.getLoss(), st.getInputLoss(),
           st.getWeightLoss(), st.getBackward(), st.getInputGrad(),
           st.getWeightGrad(), st.getUpdate(),
           FlatSymbolRefAttr::get(made->first),
-          FlatSymbolRefAttr::get(made->second)));
+          FlatSymbolRefAttr::get(made->second), bi, bw));
       changed = true;
     }
     if (changed)
@@ -193,8 +210,7 @@ struct PipelineStashPass
   }
 
   FailureOr<std::pair<func::FuncOp, func::FuncOp>>
-  split(SymbolTable &symbols, StageAttr st, int64_t k) {
-    StageSplit s;
+  split(SymbolTable &symbols, StageAttr st, int64_t k, StageSplit &s) {
     s.grad = symbols.lookup<func::FuncOp>(st.getBackward().getValue());
     s.fwd = symbols.lookup<func::FuncOp>(st.getForward().getValue());
     auto loss = symbols.lookup<func::FuncOp>(st.getLoss().getValue());
@@ -267,6 +283,142 @@ struct PipelineStashPass
                    << " bytes, global) for @" << bwd.getSymName() << "\n";
     }
     return std::make_pair(fwdRes, bwd);
+  }
+
+  /// ZB-H1's halves of `bwd` ((args..., [x], r..., [dy]) -> (0, grads...,
+  /// dx)): BI, `_bwd_input` (bwd's arguments) -> (0, dx, saved...), the
+  /// ops dx depends on (the output gradient carried back through the
+  /// stage), and BW, `_bwd_weight(args..., [x], r..., saved..., [dy]) ->
+  /// (0, grads...)`, the ops the weight gradients need beyond those
+  /// (each weight's contraction of its input with the output gradient BI
+  /// saved). BI + BW is B. Stage 0 has no dx: BW is bwd, there is no BI.
+  FailureOr<std::pair<func::FuncOp, func::FuncOp>>
+  splitHalves(SymbolTable &symbols, StageSplit &first, func::FuncOp bwd,
+              int64_t k) {
+    if (k == 0)
+      return std::make_pair(func::FuncOp(), bwd);
+    StageSplit s;
+    s.grad = bwd;
+    s.fwd = first.fwd;
+    s.body = &bwd.getBody().front();
+    s.ret = cast<func::ReturnOp>(s.body->getTerminator());
+    unsigned n = bwd.getNumArguments(), nr = s.ret.getNumOperands();
+    unsigned prefix = n - (first.hasDy ? 1 : 0); // args, x, residuals
+    if (nr < 2)
+      return bwd.emitError() << "par-pipeline-stash: stage " << k
+                             << "'s backward returns no input gradient";
+    s.paramArg.resize(n);
+    for (unsigned i = 0; i < first.numFwdArgs; ++i)
+      if (first.paramArg.test(i))
+        s.paramArg.set(i);
+    s.out = s.ret.getOperand(nr - 1); // dx
+    s.roots.assign(s.ret.getOperands().begin() + 1,
+                   s.ret.getOperands().begin() + (nr - 1));
+    s.findCheap();
+    s.findForward();
+    s.findBackward();
+    SmallVector<Value> saved = s.residuals.takeVector();
+    DenseMap<Operation *, unsigned> order;
+    for (auto [i, op] : llvm::enumerate(*s.body))
+      order[&op] = i;
+    llvm::stable_sort(saved, [&](Value a, Value b) {
+      unsigned oa = order.lookup(a.getDefiningOp()),
+               ob = order.lookup(b.getDefiningOp());
+      if (oa != ob)
+        return oa < ob;
+      return cast<OpResult>(a).getResultNumber() <
+             cast<OpResult>(b).getResultNumber();
+    });
+    Location loc = bwd.getLoc();
+    Type scalarType = s.ret.getOperand(0).getType();
+    auto zeroOf = [&](OpBuilder &nb) -> Value {
+      return arith::ConstantOp::create(
+          nb, loc, cast<TypedAttr>(nb.getZeroAttr(scalarType)));
+    };
+
+    // BI: the cone of dx, returning what BW reads of it.
+    OpBuilder b(bwd);
+    b.setInsertionPointAfter(bwd);
+    SmallVector<Type> biResults = {scalarType, s.out.getType()};
+    for (Value v : saved)
+      biResults.push_back(v.getType());
+    auto bi = func::FuncOp::create(
+        b, loc, (bwd.getSymName() + "_input").str(),
+        b.getFunctionType(bwd.getArgumentTypes(), biResults));
+    copyFunctionAttrs(bwd, bi);
+    for (unsigned i = 0; i < n; ++i)
+      bi.setArgAttrs(i, bwd.getArgAttrDict(i));
+    bi.setResultAttrs(0, bwd.getResultAttrDict(0));
+    bi.setResultAttrs(1, bwd.getResultAttrDict(nr - 1));
+    for (auto [j, v] : llvm::enumerate(saved))
+      if (Attribute sh = boundarySharding(bwd, v))
+        bi.setResultAttr(2 + j, ParDialect::kShardingAttrName, sh);
+    {
+      Block *entry = bi.addEntryBlock();
+      OpBuilder nb = OpBuilder::atBlockBegin(entry);
+      IRMapping map;
+      for (unsigned i = 0; i < n; ++i)
+        map.map(s.body->getArgument(i), entry->getArgument(i));
+      for (Operation &op : s.body->without_terminator())
+        if (s.forward.contains(&op))
+          nb.clone(op, map);
+      SmallVector<Value> outs = {zeroOf(nb), map.lookupOrDefault(s.out)};
+      for (Value v : saved)
+        outs.push_back(map.lookup(v));
+      func::ReturnOp::create(nb, loc, outs);
+      symbols.insert(bi);
+    }
+
+    // BW: the weight gradients on the residuals and what BI saved.
+    b.setInsertionPointAfter(bi);
+    SmallVector<Type> bwArgs;
+    for (unsigned i = 0; i < prefix; ++i)
+      bwArgs.push_back(bwd.getArgumentTypes()[i]);
+    for (Value v : saved)
+      bwArgs.push_back(v.getType());
+    if (first.hasDy)
+      bwArgs.push_back(bwd.getArgumentTypes().back());
+    SmallVector<Type> bwResults = {scalarType};
+    for (Value v : s.roots)
+      bwResults.push_back(v.getType());
+    auto bw = func::FuncOp::create(b, loc,
+                                   (bwd.getSymName() + "_weight").str(),
+                                   b.getFunctionType(bwArgs, bwResults));
+    copyFunctionAttrs(bwd, bw);
+    for (unsigned i = 0; i < prefix; ++i)
+      bw.setArgAttrs(i, bwd.getArgAttrDict(i));
+    for (auto [j, v] : llvm::enumerate(saved))
+      if (Attribute sh = boundarySharding(bwd, v))
+        bw.setArgAttr(prefix + j, ParDialect::kShardingAttrName, sh);
+    if (first.hasDy)
+      bw.setArgAttrs(prefix + saved.size(), bwd.getArgAttrDict(n - 1));
+    for (unsigned i = 0; i + 1 < nr; ++i)
+      bw.setResultAttrs(i, bwd.getResultAttrDict(i));
+    {
+      Block *entry = bw.addEntryBlock();
+      OpBuilder nb = OpBuilder::atBlockBegin(entry);
+      IRMapping map;
+      for (unsigned i = 0; i < prefix; ++i)
+        map.map(s.body->getArgument(i), entry->getArgument(i));
+      for (auto [j, v] : llvm::enumerate(saved))
+        map.map(v, entry->getArgument(prefix + j));
+      if (first.hasDy)
+        map.map(s.body->getArgument(n - 1),
+                entry->getArgument(prefix + saved.size()));
+      for (Operation &op : s.body->without_terminator())
+        if (s.backward.contains(&op))
+          nb.clone(op, map);
+      SmallVector<Value> outs = {zeroOf(nb)};
+      for (Value v : s.roots)
+        outs.push_back(map.lookupOrDefault(v));
+      func::ReturnOp::create(nb, loc, outs);
+      symbols.insert(bw);
+    }
+    if (report)
+      llvm::outs() << "par-pipeline-stash: stage " << k << ": @"
+                   << bi.getSymName() << " (BI) keeps " << saved.size()
+                   << " values for @" << bw.getSymName() << " (BW)\n";
+    return std::make_pair(bi, bw);
   }
 
   /// Copies `from`'s function attributes but its name, type and argument

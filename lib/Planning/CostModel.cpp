@@ -293,16 +293,17 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   // par's pipeline (docs/RationalePipeline.md, par-run --pipeline): a
   // forward keeps the residuals its backward reads (par-pipeline-stash),
   // so a backward action costs the backward (and what recompute=full or
-  // selective recompute). ZB-H1's halves and stash=false stash only the
-  // stage's input: every backward action first recomputes the stage's
-  // forward (a stage-sized full recomputation). ZB-H1's halves are two
-  // such actions: BI (the input gradient: half the backward, its GEMMs
-  // being dX = dY W^T against B's dX and dW) and BW (the weight gradients,
-  // which need dY carried back through the whole stage: the backward,
-  // priced whole).
+  // selective recompute); ZB-H1's halves split it: BI the input gradients
+  // (dX = dY W^T, half the backward's GEMMs, and any recomputation), BW
+  // the weight gradients on what BI saved (dW = X^T dY, the other half).
+  // With stash=false a forward stashes only its stage's input: every
+  // backward action first recomputes the stage's forward (a stage-sized
+  // full recomputation), ZB-H1's BI (half the backward) and BW (the
+  // weight gradients need dY carried back through the whole stage: the
+  // backward, priced whole) each.
   const bool pipelined = c.pp > 1;
   const bool zb = pipelined && c.schedule == "zbh1";
-  const bool redoStage = pipelined && (zb || !c.stash);
+  const bool redoStage = pipelined && !c.stash;
   const double stageFwd = redoStage ? fwd : 0, stageTpF = redoStage ? tpF : 0;
   auto backwardAction = [&](double part) {
     return (stageFwd + recomputeFwd + part * back) * share +
@@ -312,6 +313,10 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   double bwd = backwardAction(1);
   double bi = zb ? backwardAction(0.5) : bwd / 2;
   double bw = zb ? backwardAction(1) : bwd / 2;
+  if (zb && c.stash) {
+    bi = (recomputeFwd + back / 2) * share + (tpR + tpB / 2) / chunks;
+    bw = back / 2 * share + tpB / 2 / chunks;
+  }
   Link ppLink = linkFor(machine, c.tp * c.dp, 2);
   double p2pBytes = model.hiddenBytes * b * scale;
   e.p2p = c.pp > 1 ? ppLink.latency + p2pBytes / ppLink.bandwidth : 0;
@@ -319,14 +324,18 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   double mv = static_cast<double>(c.m * c.v);
   // Per micro-batch and chunk: one backward action, or ZB-H1's two (BI's
   // half of the backward done again in BW).
-  double actions = zb ? 2 : 1;
+  // Stashing, ZB-H1's halves split one backward: no work done twice.
+  const bool redoHalves = zb && !c.stash;
+  double actions = redoHalves ? 2 : 1;
   e.forward = mv * fwd / chunks;
   e.backward = mv * back / chunks;
-  e.recompute = mv *
-                (actions * (stageFwd + recomputeFwd) + (zb ? back / 2 : 0)) /
-                chunks;
+  e.recompute =
+      mv *
+      (actions * (stageFwd + recomputeFwd) + (redoHalves ? back / 2 : 0)) /
+      chunks;
   e.tpComm = mv *
-             (tpF + tpB + actions * (stageTpF + tpR) + (zb ? tpB / 2 : 0)) /
+             (tpF + tpB + actions * (stageTpF + tpR) +
+              (redoHalves ? tpB / 2 : 0)) /
              chunks;
   double busy = e.forward + e.backward + e.recompute + e.tpComm;
   // Negative only where ranks share processors: the waiting ranks' share

@@ -69,8 +69,9 @@ void mlir::par::planning::printBreakdown(llvm::raw_ostream &os,
   const bool pipelined = e.config.pp > 1;
   row("recompute", e.recompute,
       !pipelined ? ""
-      : e.config.schedule == "zbh1"
-          ? "  (BI and BW each redo the stage's forward; BW redoes BI's half)"
+      : e.config.schedule == "zbh1" && !e.config.stash
+          ? "  (BI and BW each redo the stage's forward; BW redoes BI's half: "
+            "stash=false)"
       : !e.config.stash
           ? "  (every backward redoes its stage's forward: stash=false)"
           : "  (the forwards keep their residuals: no stage forward redone)");

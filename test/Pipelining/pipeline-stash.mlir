@@ -8,7 +8,7 @@
 // inputs), stage 1 likewise; each side of a residual carries its
 // propagated sharding; the backward starts from the output gradient (no
 // forward matmul of x), its first result a zero; the stage table names
-// both functions. ZB-H1's split backward keeps its recomputation.
+// both functions.
 // CHECK: par-pipeline-stash: stage 0: @loss_s0_fwd_res keeps 3 residuals (1536 bytes, global) for @loss_s0_bwd
 // CHECK: par-pipeline-stash: stage 1: @loss_s1_fwd_res keeps 3 residuals (4224 bytes, global) for @loss_s1_bwd
 // CHECK: stash_forward = @loss_s0_fwd_res, stash_backward = @loss_s0_bwd
@@ -35,5 +35,17 @@
 // CHECK-LABEL: func.func @loss_s1_bwd(
 // CHECK-SAME: -> (tensor<f32>, tensor<16x64xf32> {par.sharding = #par.sharding<@mesh, [{}, {}]>}, tensor<64x4xf32> {par.sharding = #par.sharding<@mesh, [{}, {}]>}, tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>})
 
-// ZB-NOT: par-pipeline-stash:
-// ZB-NOT: stash_forward
+// ZB-H1's halves: stage 1's backward split again into BI (the input
+// gradient, from the output gradient back through the stage: its
+// arguments -> (0, dx, what BW reads)) and BW (the weight gradients on the
+// residuals and those); stage 0 has no dx, so its BW is its backward.
+// ZB: par-pipeline-stash: stage 0: @loss_s0_fwd_res keeps 3 residuals (1536 bytes, global) for @loss_s0_bwd
+// ZB-NEXT: par-pipeline-stash: stage 1: @loss_s1_fwd_res keeps 3 residuals (4224 bytes, global) for @loss_s1_bwd
+// ZB-NEXT: par-pipeline-stash: stage 1: @loss_s1_bwd_input (BI) keeps 2 values for @loss_s1_bwd_weight (BW)
+// ZB: stash_forward = @loss_s0_fwd_res, stash_backward = @loss_s0_bwd, stash_weight_grad = @loss_s0_bwd>
+// ZB-SAME: stash_forward = @loss_s1_fwd_res, stash_backward = @loss_s1_bwd, stash_input_grad = @loss_s1_bwd_input, stash_weight_grad = @loss_s1_bwd_weight>
+// ZB-LABEL: func.func @loss_s1_bwd_input(
+// ZB-SAME: -> (tensor<f32>, tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}, tensor<8x4xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}, tensor<8x64xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>})
+// ZB-LABEL: func.func @loss_s1_bwd_weight(
+// ZB-SAME: %arg7: tensor<8x4xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}, %arg8: tensor<8x64xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>})
+// ZB-SAME: -> (tensor<f32>, tensor<16x64xf32> {par.sharding = #par.sharding<@mesh, [{}, {}]>}, tensor<64x4xf32> {par.sharding = #par.sharding<@mesh, [{}, {}]>})

@@ -24,6 +24,10 @@ lib/Schedule, the same builder the planner calls):
                       forward and backward phases are R's, its step is
                       shorter and its activations larger (each micro-batch
                       in flight holds its residuals, not its stage input);
+  zbstash Z S         Z: ZB-H1 with the forwards keeping their residuals
+                      (BI and BW split one backward), S: 1F1B the same:
+                      no recomputation, the same forward and backward
+                      phases, a smaller bubble and step;
   shared A B          A with node.processors, B the same machine without:
                       the pipelined step of A is shorter (a rank runs faster
                       while the others wait), the phases other than the
@@ -144,6 +148,16 @@ elif mode == "stash":
           "%s, step %.2fx stash=false's, activations %.2fx: %s" % (
               st["recompute"], same, st["step"] / re_["step"],
               act[0] / act[1], verdict(ok)))
+elif mode == "zbstash":
+    z, a = phases(sys.argv[2]), phases(sys.argv[3])
+    same = close(z["forward"], a["forward"]) and \
+        close(z["backward"], a["backward"])
+    ok = z["recompute"] == 0 and same and \
+        z["pipeline bubble"] < a["pipeline bubble"] and z["step"] < a["step"]
+    print("zbh1 on the residuals: recompute %g, forward and backward equal "
+          "1f1b's: %s, bubble %.2fx, step %.2fx 1f1b's: %s" % (
+              z["recompute"], same, z["pipeline bubble"] / a["pipeline bubble"],
+              z["step"] / a["step"], verdict(ok)))
 elif mode == "shared":
     a, b = phases(sys.argv[2]), phases(sys.argv[3])
     same = all(close(a[k], b[k]) for k in PHASES if k != "pipeline bubble")

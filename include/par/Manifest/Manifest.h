@@ -55,6 +55,7 @@ struct FunctionSpec {
 struct StageSpec {
   std::string forward, backward, inputGrad, weightGrad, update;
   std::string stashForward, stashBackward; // par-pipeline-stash's split
+  std::string stashInputGrad, stashWeightGrad; // and ZB-H1's halves of it
 };
 
 struct PipelineSpec {

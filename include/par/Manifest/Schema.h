@@ -20,7 +20,9 @@
 //                    "backward", "p", "m", "v",
 //                    "stages": [ { "forward", "backward"?, "input_grad"?,
 //                                  "weight_grad"?, "update"?,
-//                                  "stash_forward"?, "stash_backward"? } ],
+//                                  "stash_forward"?, "stash_backward"?,
+//                                  "stash_input_grad"?,
+//                                  "stash_weight_grad"? } ],
 //                    "programs": [ [action] ] } }
 //   tensor = { "dtype", "global_shape", "local_shape", "init"?, "role"?,
 //              "name"?, "aliases"?, "slice"?: { "of", "dim", "offset" },
@@ -35,7 +37,8 @@
 // still means what it meant ("compression", the input roles
 // "error_feedback", "tokens" and "targets", an input's "name",
 // "aliases", "slice" and "vocab", a stage's "stash_forward" and
-// "stash_backward" are such additions: a manifest without them reads
+// "stash_backward", "stash_input_grad", "stash_weight_grad" are such
+// additions: a manifest without them reads
 // as before).
 //
 //===----------------------------------------------------------------------===//
@@ -165,6 +168,9 @@ inline constexpr const char kStageUpdate[] = "update";
 // forward that returns them and the backward that reads them.
 inline constexpr const char kStageStashForward[] = "stash_forward";
 inline constexpr const char kStageStashBackward[] = "stash_backward";
+// ZB-H1's halves of that backward: BI (saving what BW reads) and BW.
+inline constexpr const char kStageStashInputGrad[] = "stash_input_grad";
+inline constexpr const char kStageStashWeightGrad[] = "stash_weight_grad";
 // An action of a program.
 inline constexpr const char kActionOp[] = "op";
 inline constexpr const char kActionMb[] = "mb";

@@ -130,15 +130,21 @@ def PipelineStash : Pass<"par-pipeline-stash", "ModuleOp"> {
     sequence parallelism, before partitioning). A stage's backward
     `f_s<k>_grad` is the stage's forward followed by its adjoints; run as
     the B action, it recomputes the forward the F action ran (B = F + 2F).
-    For each stage of the module's `#par.pipeline` whose backward is whole
-    (not ZB-H1's BI/BW split), the pass writes
+    For each stage of the module's `#par.pipeline`, the pass writes
 
     - `@f_s<k>_fwd_res(args..., [x]) -> (y, r...)`: the ops the stage's
       output y (the last stage's loss) depends on, returning y and the
       residuals r: the forward values the adjoints read;
     - `@f_s<k>_bwd(args..., [x], r..., [dy]) -> (0, grads..., [dx])`: the
       ops the gradients need, reading the residuals; its first result is a
-      zero of the scalar's type (the caller reads the loss from F).
+      zero of the scalar's type (the caller reads the loss from F);
+    - with ZB-H1's halves (the stage has `input_grad`/`weight_grad`), the
+      backward split again: `@f_s<k>_bwd_input` (its arguments) -> (0,
+      dx, s...), the ops dx depends on (BI: the output gradient carried
+      back through the stage), and `@f_s<k>_bwd_weight(args..., [x],
+      r..., s..., [dy]) -> (0, grads...)`, the weight gradients' ops on
+      the residuals and the values s BI saved (each contraction's output
+      gradient), so BI + BW is B; stage 0 has no dx: its BW is `_bwd`.
 
     Constants, empty tensors and side-effect-free ops computed from them
     and the parameters alone (mixed precision's weight casts) are not kept:

@@ -210,6 +210,11 @@ typedef struct par_pipeline_stage_t {
    * (args, [x], residuals..., [dy]) -> (0, grads..., [dx]). */
   const char *stash_forward;
   const char *stash_backward;
+  /* ZB-H1's halves on the residuals: BI stash_input_grad, the backward's
+   * arguments -> (0, dx, saved...); BW stash_weight_grad, (args, [x],
+   * residuals..., saved..., [dy]) -> (0, grads...). */
+  const char *stash_input_grad;
+  const char *stash_weight_grad;
 } par_pipeline_stage_t;
 
 typedef struct par_pipeline_info_t {

@@ -32,7 +32,8 @@
  * segments of fused parameters (par_tensor_info_t.slice_of, slice_dim,
  * slice_offset). 8: padding past a slice's tensor (slice_extent). 9: a
  * pipeline stage's stashing forward and backward
- * (par_pipeline_stage_t.stash_forward, stash_backward). */
+ * (par_pipeline_stage_t.stash_forward, stash_backward, stash_input_grad,
+ * stash_weight_grad). */
 #define PAR_RT_API_VERSION 9
 
 #ifdef __cplusplus

@@ -177,19 +177,24 @@ private:
     peakResidualBytes = std::max(peakResidualBytes, residualBytes);
   }
 
+  /// A stashing stage's residuals of (mb, stage), no longer held.
+  std::vector<Buf> takeResiduals(const pipeline::Action &a, const char *what) {
+    auto it = residuals.find({a.mb, a.stage});
+    if (it == residuals.end())
+      fatal("pipeline: " + named(what, a) + " has no stashed residuals");
+    std::vector<Buf> res = std::move(it->second);
+    residuals.erase(it);
+    for (const Buf &b : res)
+      residualBytes -= b.bytes();
+    return res;
+  }
+
   void backward(const pipeline::Action &a) {
     Buf x = unstash(a);
     Buf dy = outputGradient(a, "B");
     std::vector<Buf> res;
-    if (be.stashes(a.stage)) {
-      auto it = residuals.find({a.mb, a.stage});
-      if (it == residuals.end())
-        fatal("pipeline: " + named("B", a) + " has no stashed residuals");
-      res = std::move(it->second);
-      residuals.erase(it);
-      for (const Buf &b : res)
-        residualBytes -= b.bytes();
-    }
+    if (be.stashes(a.stage))
+      res = takeResiduals(a, "B");
     std::vector<Buf> outs =
         be.call(StageCall::Backward, a, &x, dyArg(a, dy),
                 be.stashes(a.stage) ? &res : nullptr);
@@ -199,7 +204,8 @@ private:
   }
 
   /// The input's gradient now (the stage before waits for it); the stage
-  /// input and dy stay for BW.
+  /// input and dy stay for BW, and on a stashing stage the residuals,
+  /// joined by what BI saved for BW.
   void backwardInput(const pipeline::Action &a) {
     Key key{a.mb, a.stage};
     Buf dy = outputGradient(a, "BI");
@@ -207,9 +213,22 @@ private:
       auto x = stash.find(key);
       if (x == stash.end())
         fatal("pipeline: " + named("BI", a) + " has no stashed stage input");
-      std::vector<Buf> outs = be.call(StageCall::InputGrad, a, &x->second,
-                                      dyArg(a, dy), nullptr);
+      bool keeps = be.stashes(a.stage);
+      auto res = residuals.find(key);
+      if (keeps && res == residuals.end())
+        fatal("pipeline: " + named("BI", a) + " has no stashed residuals");
+      std::vector<Buf> outs =
+          be.call(StageCall::InputGrad, a, &x->second, dyArg(a, dy),
+                  keeps ? &res->second : nullptr);
       grads[key] = std::move(outs[1]);
+      if (keeps) {
+        for (size_t i = 2; i < outs.size(); ++i) {
+          residualBytes += outs[i].bytes();
+          res->second.push_back(std::move(outs[i]));
+        }
+        peakStashBytes = std::max(peakStashBytes, stashBytes + residualBytes);
+        peakResidualBytes = std::max(peakResidualBytes, residualBytes);
+      }
     }
     dyStash[key] = std::move(dy);
   }
@@ -218,9 +237,12 @@ private:
     Buf x = unstash(a);
     Buf dy = take(dyStash, {a.mb, a.stage},
                   named("BW", a) + " comes before its BI");
+    std::vector<Buf> res;
+    if (be.stashes(a.stage))
+      res = takeResiduals(a, "BW");
     be.accumulate(StageCall::WeightGrad, a.stage,
                   be.call(StageCall::WeightGrad, a, &x, dyArg(a, dy),
-                          nullptr));
+                          be.stashes(a.stage) ? &res : nullptr));
   }
 
   /// act(mb, s) is stage s's input; grad(mb, s) its gradient. A send

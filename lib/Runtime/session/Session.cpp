@@ -374,7 +374,8 @@ par_status_t par_session_create(const char *artifact_dir,
     s->stages.push_back({orNull(st.forward), orNull(st.backward),
                          orNull(st.inputGrad), orNull(st.weightGrad),
                          orNull(st.update), orNull(st.stashForward),
-                         orNull(st.stashBackward)});
+                         orNull(st.stashBackward), orNull(st.stashInputGrad),
+                         orNull(st.stashWeightGrad)});
   for (const std::vector<par_pipeline_action_t> &p :
        s->manifest.pipeline.programs)
     s->programs.push_back({static_cast<int64_t>(p.size()), p.data()});

@@ -351,7 +351,9 @@ llvm::json::Object pipelineEntry(PipelineAttr pipe) {
           {key::kStageWeightGrad, st.getWeightGrad()},
           {key::kStageUpdate, st.getUpdate()},
           {key::kStageStashForward, st.getStashForward()},
-          {key::kStageStashBackward, st.getStashBackward()}})
+          {key::kStageStashBackward, st.getStashBackward()},
+          {key::kStageStashInputGrad, st.getStashInputGrad()},
+          {key::kStageStashWeightGrad, st.getStashWeightGrad()}})
       if (sym)
         e[role] = name(sym);
     stages.push_back(std::move(e));

@@ -77,9 +77,15 @@ struct StageProgram {
   /// The backward split at its residuals (par-pipeline-stash): F calls
   /// fwdRes, which returns them after the output, B calls bwd on them.
   Function fwdRes, bwd;
+  /// ZB-H1's halves of bwd: BI (stages > 0) saves what BW reads.
+  Function bwdInput, bwdWeight;
   bool stash = false;
   const Function &forwardFn() const { return stash ? fwdRes : fwd; }
   const Function &backwardFn() const { return stash ? bwd : grad; }
+  const Function &inputGradFn() const { return stash ? bwdInput : gradInput; }
+  const Function &weightGradFn() const {
+    return stash ? bwdWeight : gradWeight;
+  }
   /// The residuals fwdRes returns (after its output).
   size_t numResiduals() const { return stash ? fwdRes.outputs.size() - 1 : 0; }
   /// Parameter buffers by the split function's argument index.
@@ -323,9 +329,19 @@ void PipelineRun::loadStages() {
       if (s > 0)
         stages[s].gradInput = role(s, st.input_grad, "input-gradient");
       stages[s].gradWeight = role(s, st.weight_grad, "weight-gradient");
-    } else if (st.stash_forward && st.stash_backward) {
+    }
+    // The backward split at its residuals (and, for ZB-H1, into halves on
+    // them): F keeps the residuals, B (or BI and BW) reads them.
+    bool halves = st.stash_weight_grad && (s == 0 || st.stash_input_grad);
+    if (st.stash_forward && st.stash_backward &&
+        (!shape.splitBackward || halves)) {
       stages[s].fwdRes = sharded.lookup(st.stash_forward);
       stages[s].bwd = sharded.lookup(st.stash_backward);
+      if (shape.splitBackward) {
+        if (s > 0)
+          stages[s].bwdInput = sharded.lookup(st.stash_input_grad);
+        stages[s].bwdWeight = sharded.lookup(st.stash_weight_grad);
+      }
       stages[s].stash = true;
     }
   }
@@ -369,8 +385,8 @@ void PipelineRun::checkStage(int64_t s) const {
   }
   if (shape.splitBackward) {
     if (s > 0)
-      need(st.gradInput, st.fwd.stageArgs.size() + in, 2);
-    need(st.gradWeight, st.fwd.stageArgs.size() + in, 1 + P);
+      need(st.inputGradFn(), st.fwd.stageArgs.size() + in, 2);
+    need(st.weightGradFn(), st.fwd.stageArgs.size() + in, 1 + P);
   }
   if (st.update.outputs.size() < st.update.inputs.size() - P)
     fatal("manifest: '" + st.update.name + "' has too few results for "
@@ -405,11 +421,26 @@ void PipelineRun::checkStage(int64_t s) const {
   for (size_t j = 0; j < P; ++j) {
     same(st.backwardFn(), 1 + j, st.update, P + j);
     if (shape.splitBackward)
-      same(st.gradWeight, 1 + j, st.update, P + j);
+      same(st.weightGradFn(), 1 + j, st.update, P + j);
   }
-  // A residual goes from fwdRes's results to bwd's arguments.
-  for (size_t i = 0; i < R; ++i)
-    same(st.fwdRes, 1 + i, st.bwd, st.fwd.stageArgs.size() + in + i);
+  // A residual goes from fwdRes's results to bwd's arguments (and BI's and
+  // BW's); what BI saves from its results after dx to BW's arguments after
+  // the residuals.
+  size_t rbase = st.fwd.stageArgs.size() + in;
+  for (size_t i = 0; i < R; ++i) {
+    same(st.fwdRes, 1 + i, st.bwd, rbase + i);
+    if (st.stash && shape.splitBackward) {
+      if (s > 0)
+        same(st.fwdRes, 1 + i, st.bwdInput, rbase + i);
+      same(st.fwdRes, 1 + i, st.bwdWeight, rbase + i);
+    }
+  }
+  if (st.stash && shape.splitBackward && s > 0) {
+    size_t saved = st.bwdInput.outputs.size() - 2;
+    need(st.bwdWeight, rbase + R + saved, 1 + P);
+    for (size_t i = 0; i < saved; ++i)
+      same(st.bwdInput, 2 + i, st.bwdWeight, rbase + R + i);
+  }
   if (s > 0) {
     const StageProgram &ps = stages[s - 1];
     const Function &prev = ps.backwardFn();
@@ -418,7 +449,7 @@ void PipelineRun::checkStage(int64_t s) const {
     if (prev.inputs.size() > dy)
       same(st.backwardFn(), 1 + P, prev, dy);
     if (shape.splitBackward)
-      same(st.gradInput, 1, prev, dy);
+      same(st.inputGradFn(), 1, prev, dy);
   }
 }
 
@@ -676,8 +707,8 @@ PipelineRun::call(StageCall c, const pl::Action &a, const SessionBuffer *x,
   StageProgram &st = stages[a.stage];
   const Function &fn = c == StageCall::Forward    ? st.forwardFn()
                        : c == StageCall::Backward ? st.backwardFn()
-                       : c == StageCall::InputGrad ? st.gradInput
-                                                   : st.gradWeight;
+                       : c == StageCall::InputGrad ? st.inputGradFn()
+                                                   : st.weightGradFn();
   return fn.callBuffers(
       stageArgs(a.stage, currentStep, a.mb, fn, x, residuals, dy).ptrs);
 }
@@ -689,7 +720,8 @@ void PipelineRun::loss(const SessionBuffer &out) {
 void PipelineRun::accumulate(StageCall c, int64_t stage,
                              const std::vector<SessionBuffer> &outs) {
   StageProgram &st = stages[stage];
-  accumulate(st, c == StageCall::WeightGrad ? st.gradWeight : st.backwardFn(),
+  accumulate(st, c == StageCall::WeightGrad ? st.weightGradFn()
+                                            : st.backwardFn(),
              outs);
 }
 
@@ -940,8 +972,8 @@ PipelineMemoryPlan PipelineRun::memoryPlanOf(int64_t r) const {
     const StageProgram &st = stages[s];
     bool split = shape.splitBackward;
     fns.push_back({&st.forwardFn(), &st.backwardFn(),
-                   split && s > 0 ? &st.gradInput : nullptr,
-                   split ? &st.gradWeight : nullptr, &st.update, st.stash});
+                   split && s > 0 ? &st.inputGradFn() : nullptr,
+                   split ? &st.weightGradFn() : nullptr, &st.update, st.stash});
   }
   return predictPipelineMemory(fns, programs[r], r, pipe.p, donates());
 }

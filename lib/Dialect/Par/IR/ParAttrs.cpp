@@ -311,6 +311,8 @@ StageAttr::getSymbols() const {
   add("update", getUpdate());
   add("stash_forward", getStashForward());
   add("stash_backward", getStashBackward());
+  add("stash_input_grad", getStashInputGrad());
+  add("stash_weight_grad", getStashWeightGrad());
   return out;
 }
 

@@ -237,7 +237,12 @@ def Par_StageAttr : AttrDef<Par_Dialect, "Stage"> {
     - `stash_forward`: `(args..., [x]) -> (y, residuals...)`, the F action
       (the last stage's returns the loss first);
     - `stash_backward`: `(args..., [x], residuals..., [dy]) -> (0, grads...,
-      [dx])`, the B action, without the forward it would recompute.
+      [dx])`, the B action, without the forward it would recompute;
+    - with ZB-H1's halves, `stash_input_grad` (stages > 0): the backward's
+      arguments -> `(0, dx, saved...)`, the BI action, and
+      `stash_weight_grad`: `(args..., [x], residuals..., saved..., [dy]) ->
+      (0, grads...)`, the BW action on what BI saved (stage 0's is
+      `stash_backward`).
 
     ```mlir
     #par.stage<forward = @loss_s0_fwd, loss = @loss_s0,
@@ -257,7 +262,9 @@ def Par_StageAttr : AttrDef<Par_Dialect, "Stage"> {
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$weight_grad,
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$update,
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$stash_forward,
-    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$stash_backward
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$stash_backward,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$stash_input_grad,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$stash_weight_grad
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let extraClassDeclaration = [{
