@@ -7,6 +7,13 @@ recompute_check.py same NAME A.csv B.csv ADIR BDIR
     checks that two runs are the same to the bit: every step's loss (par-run
     prints 9 significant digits, enough to tell any two f32 apart) and every
     gathered result (the parameters, the optimizer state) byte for byte.
+recompute_check.py stash STASHED.prof RECOMPUTING.prof
+    a pipeline rank's GEMM operations per step (as flops) when each
+    backward runs on the residuals its forward kept and when it recomputes
+    the forward: 4/3 exactly (two backward GEMMs per forward GEMM).
+recompute_check.py halves ZBH1.prof 1F1B.prof
+    ZB-H1's BI + BW against 1F1B's B, both on the residuals: the same GEMM
+    operations per step.
 recompute_check.py flops NONE SEL FULL L D B S TP
     shows that recomputation ran: the GEMM operations per step and rank in
     par-run --profile's tables (calls x 2*batch*M*N*K of every matmul row)
@@ -72,5 +79,29 @@ def flops(none, sel, full, L, d, B, S, tp):
     sys.exit(0 if ok else 1)
 
 
+def stash(stashed, recomputing):
+    """A pipeline rank's GEMM operations per step when each backward runs
+    on its forward's residuals and when it recomputes the forward first:
+    every forward GEMM has two in the backward (dX and dW), so the backward
+    that recomputes does 4/3 of the work, exactly."""
+    a, b = gemm_flops(stashed), gemm_flops(recomputing)
+    ok = a > 0 and 3 * b == 4 * a
+    print("GEMM flops per step: stash %.0f, recompute %.0f, ratio %.4f (4/3: "
+          "the forward's GEMMs once more): %s" % (a, b, b / a if a else 0,
+                                                   "OK" if ok else "FAIL"))
+    sys.exit(0 if ok else 1)
+
+
+def halves(split, whole):
+    """ZB-H1's BI and BW on the residuals against 1F1B's B: the same GEMM
+    operations per step (no op of the backward run twice)."""
+    a, b = gemm_flops(split), gemm_flops(whole)
+    ok = a > 0 and a == b
+    print("GEMM flops per step: zbh1 %.0f, 1f1b %.0f: %s" %
+          (a, b, "OK" if ok else "FAIL"))
+    sys.exit(0 if ok else 1)
+
+
 if __name__ == "__main__":
-    {"tokens": tokens, "same": same, "flops": flops}[sys.argv[1]](*sys.argv[2:])
+    {"tokens": tokens, "same": same, "flops": flops, "stash": stash,
+     "halves": halves}[sys.argv[1]](*sys.argv[2:])

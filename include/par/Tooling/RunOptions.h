@@ -66,6 +66,7 @@ struct RunOptions {
   bool errorNorm = false; // after training: the error-feedback buffers' norm
   bool profile = false;     // --profile: time per step by kernel
   int64_t profileRows = 15; // --profile-top N: the rows it prints
+  int64_t profileRank = 0;  // --profile-rank R: whose table it prints
 };
 
 /// Parses and validates par-run's command line (argv[1..]); a bad option

@@ -123,7 +123,8 @@ Results and reports:
   --profile           with --steps: rank 0's time per step by kernel (name,
                       calls, ms, share of the step, GFLOP/s) over the steps
                       after the first, as torch.profiler's table (CPU
-                      programs); --profile-top N rows (default 15)
+                      programs); --profile-top N rows (default 15);
+                      --profile-rank R another rank's (a pipeline stage's)
   --error-norm        with --steps: the L2 norm of gradient compression's
                       error-feedback buffers after training
   --trace FILE.json   with --pipeline: a Chrome trace of every rank's actions
@@ -185,6 +186,11 @@ void checkTrainingOptions(const RunOptions &r) {
     fatal("--alloc-stats needs --steps");
   if (r.profile && r.train.steps == 0)
     fatal("--profile needs --steps (it times the steps after the first)");
+  if (r.profileRank > 0 && !r.profile)
+    fatal("--profile-rank needs --profile");
+  if (r.profile && r.ranks > 0 && r.profileRank >= r.ranks)
+    fatal("--profile-rank " + std::to_string(r.profileRank) +
+          " is not a rank of the " + std::to_string(r.ranks) + "-rank job");
   if (r.profile && r.backend == "cuda")
     fatal("--profile times CPU programs; on a GPU use Nsight Systems "
           "(nsys profile par-run ...)");
@@ -370,6 +376,13 @@ bool parseReportOption(const std::string &a,
     r.profile = true;
   } else if (a == "--profile-top") {
     r.profileRows = positive(a, next(), "number of rows");
+  } else if (a == "--profile-rank") {
+    std::string v = next();
+    char *end = nullptr;
+    long long k = strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end || k < 0)
+      fatal("--profile-rank needs a rank (0, 1, ...), got '" + v + "'");
+    r.profileRank = k;
   } else if (a == "--error-norm") {
     r.errorNorm = true;
   } else if (a == "--trace") {

@@ -87,7 +87,7 @@ bool TrainDriver::loop(TrainLog &log, const LossScaling &scaling) {
   }
   if (o.profile) {
     par_rt_profile_stop();
-    if (rank == 0)
+    if (rank == o.profileRank)
       printProfile(profileFrom, o.train.steps - profileFrom + 1, profiled,
                    o.profileRows);
   }
