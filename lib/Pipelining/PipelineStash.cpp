@@ -158,6 +158,24 @@ struct StageSplit {
         reach(v);
     }
   }
+
+  /// The values findBackward found crossing, in program order (the
+  /// functions' residual arguments and results follow it).
+  SmallVector<Value> crossingInOrder() {
+    SmallVector<Value> out = residuals.takeVector();
+    DenseMap<Operation *, unsigned> order;
+    for (auto [i, op] : llvm::enumerate(*body))
+      order[&op] = i;
+    llvm::stable_sort(out, [&](Value a, Value b) {
+      unsigned oa = order.lookup(a.getDefiningOp()),
+               ob = order.lookup(b.getDefiningOp());
+      if (oa != ob)
+        return oa < ob;
+      return cast<OpResult>(a).getResultNumber() <
+             cast<OpResult>(b).getResultNumber();
+    });
+    return out;
+  }
 };
 
 struct PipelineStashPass
@@ -256,19 +274,7 @@ struct PipelineStashPass
     s.findCheap();
     s.findForward();
     s.findBackward();
-    // In program order.
-    SmallVector<Value> residuals = s.residuals.takeVector();
-    DenseMap<Operation *, unsigned> order;
-    for (auto [i, op] : llvm::enumerate(*s.body))
-      order[&op] = i;
-    llvm::stable_sort(residuals, [&](Value a, Value b) {
-      unsigned oa = order.lookup(a.getDefiningOp()),
-               ob = order.lookup(b.getDefiningOp());
-      if (oa != ob)
-        return oa < ob;
-      return cast<OpResult>(a).getResultNumber() <
-             cast<OpResult>(b).getResultNumber();
-    });
+    SmallVector<Value> residuals = s.crossingInOrder();
     func::FuncOp fwdRes = buildForward(s, residuals, symbols);
     func::FuncOp bwd = buildBackward(s, residuals, symbols, fwdRes);
     if (report) {
@@ -317,18 +323,7 @@ struct PipelineStashPass
     s.findCheap();
     s.findForward();
     s.findBackward();
-    SmallVector<Value> saved = s.residuals.takeVector();
-    DenseMap<Operation *, unsigned> order;
-    for (auto [i, op] : llvm::enumerate(*s.body))
-      order[&op] = i;
-    llvm::stable_sort(saved, [&](Value a, Value b) {
-      unsigned oa = order.lookup(a.getDefiningOp()),
-               ob = order.lookup(b.getDefiningOp());
-      if (oa != ob)
-        return oa < ob;
-      return cast<OpResult>(a).getResultNumber() <
-             cast<OpResult>(b).getResultNumber();
-    });
+    SmallVector<Value> saved = s.crossingInOrder();
     Location loc = bwd.getLoc();
     Type scalarType = s.ret.getOperand(0).getType();
     auto zeroOf = [&](OpBuilder &nb) -> Value {
