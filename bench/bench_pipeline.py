@@ -9,7 +9,9 @@ AdamW, trained with `par-run -n 2 --pipeline --trace` under
                 reads (par-pipeline-stash), B runs the backward only;
   1f1b-recompute  stash=false: B recomputes its stage's forward first;
   zbh1          ZB-H1, B split into BI (input gradient) and BW (weight
-                gradients), each recomputing the stage's forward;
+                gradients) on the residuals (BW on what BI saved);
+  zbv           ZB-V: the model in 4 stages, two chunks per rank in a V
+                (rank 0 holds stages 0 and 3), BI and BW as ZB-H1's;
 
 and, on the same 2 ranks, the unpipelined step of the same program (every
 rank the whole model on the whole batch: T1). From the last step's Chrome
@@ -19,7 +21,9 @@ after the first) against 1F1B's, and the pipelined step against the
 analytic one, T1 / p x (1 + (p - 1) / m) (the 1F1B bubble).
 
 Targets (issue 41): 1F1B B/F <= 2.3, ZB-H1 (BI+BW)/F <= 2.3 and its step
-below 1F1B's, the pipelined step within the bubble + 10% (ratio <= 1.10).
+below 1F1B's, ZB-V's step at most ZB-H1's, the pipelined step within the
+bubble + 10% (ratio <= 1.10). ZB-V's actions each cover one chunk (half a
+stage), so its ratios compare with the others' but its times are halves.
 
 Usage, from the repository root after the build:
 
@@ -47,6 +51,8 @@ RUNS = {
                        "stash=false"),
     "zbh1": ("--par-pipeline-split=stages=%d split-backward=true" % P,
              "schedule=zbh1", ""),
+    "zbv": ("--par-pipeline-split=stages=%d split-backward=true" % (2 * P),
+            "schedule=zbv virtual=2", ""),
 }
 
 
@@ -127,7 +133,8 @@ def main():
             print("%-16s %-5d %9.0f %9.0f %9.0f %9.0f %7.2f %10.4f" %
                   (name, r, f, b, bi, bw, ratio, step))
     print()
-    one, rec, zb = (res[k][1] for k in ("1f1b", "1f1b-recompute", "zbh1"))
+    one, rec, zb, zv = (res[k][1] for k in
+                        ("1f1b", "1f1b-recompute", "zbh1", "zbv"))
     worst_bf = max((c["backward"] / c["forward"]) for c in res["1f1b"][0])
     worst_zb = max(((c.get("backward-input", 0) + c["weight-gradient"]) /
                     c["forward"]) for c in res["zbh1"][0])
@@ -135,7 +142,12 @@ def main():
     print("1F1B B/F (worst rank)           %.2f (target <= 2.3)" % worst_bf)
     print("ZB-H1 (BI+BW)/F (worst rank)    %.2f (target <= 2.3)" % worst_zb)
     print("1F1B step / stash=false's       %.2f" % (one / rec))
+    worst_zv = max(((c.get("backward-input", 0) + c["weight-gradient"]) /
+                    c["forward"]) for c in res["zbv"][0])
+    print("ZB-V (BI+BW)/F (worst rank)     %.2f" % worst_zv)
     print("ZB-H1 step / 1F1B's             %.2f (target < 1)" % (zb / one))
+    print("ZB-V step / ZB-H1's             %.2f (target <= 1)" % (zv / zb))
+    print("ZB-V step / 1F1B's              %.2f" % (zv / one))
     print("unpipelined step T1 on %d ranks  %.4f s; 1F1B's analytic step "
           "T1/p (1 + (p-1)/m) = %.4f s" % (P, t1, ideal))
     print("1F1B step / analytic            %.2f (target <= 1.10)" %

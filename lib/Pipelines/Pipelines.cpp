@@ -240,7 +240,8 @@ void mlir::par::buildPipelineSplitPhase(OpPassManager &pm,
   split.stages = pipelining.stages;
   split.report = options.report;
   split.splitBackward =
-      pipelining.splitBackward || pipelining.schedule == "zbh1";
+      pipelining.splitBackward || pipelining.schedule == "zbh1" ||
+      pipelining.schedule == "zbv";
   pm.addPass(createPipelineSplit(split));
 }
 

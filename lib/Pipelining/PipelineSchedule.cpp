@@ -73,12 +73,14 @@ struct PipelineSchedulePass
     if (!pl::parseScheduleKind(schedule, config.kind)) {
       module.emitError() << "par-pipeline-schedule: unknown schedule '"
                          << schedule
-                         << "' (expected gpipe, 1f1b, interleaved or zbh1)";
+                         << "' (expected gpipe, 1f1b, interleaved, zbh1 or zbv)";
       return signalPassFailure();
     }
-    if (config.kind == pl::ScheduleKind::ZBH1 &&
+    if ((config.kind == pl::ScheduleKind::ZBH1 ||
+         config.kind == pl::ScheduleKind::ZBV) &&
         !pipe.getStages().front().getWeightLoss()) {
-      module.emitError() << "par-pipeline-schedule: zbh1 runs the input and "
+      module.emitError() << "par-pipeline-schedule: " << schedule
+                         << " runs the input and "
                             "weight halves of each backward apart: split with "
                             "par-pipeline-split=split-backward=true";
       return signalPassFailure();

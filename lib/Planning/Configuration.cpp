@@ -112,7 +112,7 @@ bool mlir::par::planning::parseConfiguration(const std::string &text,
       ::par::pipeline::ScheduleKind kind;
       if (!::par::pipeline::parseScheduleKind(value.str(), kind)) {
         error = "schedule=" + value.str() +
-                ": expected gpipe, 1f1b, interleaved or zbh1";
+                ": expected gpipe, 1f1b, interleaved, zbh1 or zbv";
         return false;
       }
       config.schedule = value.str();

@@ -73,10 +73,11 @@ SearchResult mlir::par::planning::searchConfigurations(
               continue;
             }
             c.zero = 0;
-            for (const char *schedule : {"1f1b", "zbh1", "interleaved"}) {
+            for (const char *schedule : {"1f1b", "zbh1", "interleaved", "zbv"}) {
               c.schedule = schedule;
               for (int64_t v : {1, 2, 4}) {
-                if ((v > 1) != (c.schedule == "interleaved"))
+                bool chunked = c.schedule == "interleaved" || c.schedule == "zbv";
+                if ((v > 1) != chunked || (c.schedule == "zbv" && v != 2))
                   continue;
                 c.v = v;
                 if (model.layers % (pp * v)) // balanced stages only

@@ -47,16 +47,25 @@ std::string detail::validateShape(const PipelineShape &shape) {
   return "";
 }
 
+void applyScheduleKind(ScheduleKind kind, PipelineShape &shape) {
+  shape.splitBackward = kind == ScheduleKind::ZBH1 || kind == ScheduleKind::ZBV;
+  shape.vShape = kind == ScheduleKind::ZBV;
+}
+
 std::string validateConfig(ScheduleConfig &config) {
   PipelineShape &shape = config.shape;
-  shape.splitBackward = config.kind == ScheduleKind::ZBH1;
+  applyScheduleKind(config.kind, shape);
   std::string error = validateShape(shape);
   if (!error.empty())
     return error;
-  if (config.kind != ScheduleKind::Interleaved && shape.v != 1)
+  if (config.kind == ScheduleKind::ZBV) {
+    if (shape.v != 2)
+      return "zbv places two chunks on each rank in a V, so v must be 2 "
+             "(got v=" + std::to_string(shape.v) + ")";
+  } else if (config.kind != ScheduleKind::Interleaved && shape.v != 1)
     return std::string(getScheduleName(config.kind)) +
            " has one stage per rank, so v must be 1 (got v=" +
-           std::to_string(shape.v) + "); only interleaved takes v > 1";
+           std::to_string(shape.v) + "); only interleaved and zbv take v > 1";
   if (config.kind == ScheduleKind::Interleaved && shape.m % shape.p != 0)
     return "interleaved needs m divisible by p (m=" + std::to_string(shape.m) +
            ", p=" + std::to_string(shape.p) + ")";

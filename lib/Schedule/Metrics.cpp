@@ -121,6 +121,21 @@ Expected expectedFigures(const ScheduleConfig &config) {
     e.exact = noComm && m >= p && c.bw <= c.f && c.bw <= c.bi;
     e.scope = "m >= p, T_comm = 0 and T_BW <= min(T_F, T_BI)";
     break;
+  }  case ScheduleKind::ZBV: {
+    // The published figure (arXiv 2401.10241, section 6): no bubble when
+    // T_F = T_BI = T_BW, with 1F1B's activation memory (2p chunks, each
+    // half a stage). It is a steady-state figure: the ramp up and down
+    // leave some idle time at any finite m, so it is never exact.
+    e.ratioFormula = "0 (T_F = T_BI = T_BW, m >> p)";
+    e.ratio = 0;
+    e.fractionFormula = e.ratioFormula;
+    e.peakFormula = "min(2p, 2m) chunks";
+    e.peakRank0 = static_cast<int>(std::min(2 * p, 2 * m));
+    e.peakIsCap = true;
+    e.exact = false;
+    e.scope = "m >> p, T_comm = 0 and T_F = T_BI = T_BW (a steady-state "
+              "figure)";
+    break;
   }
   }
   e.fraction = e.ratio / (1 + e.ratio);

@@ -26,13 +26,16 @@ const char *getScheduleName(ScheduleKind kind) {
     return "interleaved";
   case ScheduleKind::ZBH1:
     return "zbh1";
+  case ScheduleKind::ZBV:
+    return "zbv";
   }
   return "?";
 }
 
 bool parseScheduleKind(const std::string &name, ScheduleKind &kind) {
   for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                         ScheduleKind::Interleaved, ScheduleKind::ZBH1}) {
+                         ScheduleKind::Interleaved, ScheduleKind::ZBH1,
+                         ScheduleKind::ZBV}) {
     if (name == getScheduleName(k)) {
       kind = k;
       return true;

@@ -22,7 +22,8 @@ std::string printPrograms(const PipelineShape &shape,
   std::string out = "pipeline p=" + std::to_string(shape.p) +
                     " m=" + std::to_string(shape.m) +
                     " v=" + std::to_string(shape.v) + " backward=" +
-                    (shape.splitBackward ? "split" : "full") + "\n";
+                    (shape.splitBackward ? "split" : "full") +
+                    (shape.vShape ? " placement=v" : "") + "\n";
   for (size_t r = 0; r < programs.size(); ++r) {
     out += "rank " + std::to_string(r) + ":";
     for (const Action &a : programs[r])
@@ -119,11 +120,12 @@ std::string parseAction(const std::string &word, const PipelineShape &shape,
   return "";
 }
 
-/// Parses "pipeline p=2 m=4 v=1 backward=full"; returns "" or a message.
+/// Parses "pipeline p=2 m=4 v=1 backward=full [placement=v]"; returns ""
+/// or a message.
 std::string parseHeader(const std::vector<std::string> &words,
                         PipelineShape &shape) {
   long p = -1, m = -1, v = 1;
-  std::string backward = "full";
+  std::string backward = "full", placement = "loop";
   for (size_t i = 1; i < words.size(); ++i) {
     const std::string &w = words[i];
     size_t eq = w.find('=');
@@ -133,11 +135,16 @@ std::string parseHeader(const std::vector<std::string> &words,
       backward = value;
       continue;
     }
+    if (key == "placement" && (value == "loop" || value == "v")) {
+      placement = value;
+      continue;
+    }
     long *slot = key == "p" ? &p : key == "m" ? &m : key == "v" ? &v : nullptr;
     long n = parseCount(value);
     if (!slot || n < 0)
       return "malformed header item '" + w +
-             "' (expected p=N m=N [v=N] [backward=full|split])";
+             "' (expected p=N m=N [v=N] [backward=full|split] "
+             "[placement=loop|v])";
     *slot = n;
   }
   if (p < 0 || m < 0)
@@ -146,6 +153,7 @@ std::string parseHeader(const std::vector<std::string> &words,
   shape.m = static_cast<int>(m);
   shape.v = static_cast<int>(v);
   shape.splitBackward = backward == "split";
+  shape.vShape = placement == "v";
   return validateShape(shape);
 }
 
@@ -186,7 +194,8 @@ bool parsePrograms(const std::string &text, const std::string &name,
     }
     if (!haveHeader) {
       error = where + "expected 'pipeline p=N m=N [v=N] "
-                      "[backward=full|split]' before any rank line";
+                      "[backward=full|split] [placement=loop|v]' before any "
+                      "rank line";
       return false;
     }
     // "rank 3:" (or "rank 3 :").

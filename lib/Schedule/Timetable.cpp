@@ -215,7 +215,8 @@ bool buildTimetable(ScheduleConfig config, Timetable &out,
   if (!error.empty())
     return false;
   return simulateTimetable(config.shape,
-                           buildComputeOrders(config.kind, config.shape),
+                           buildComputeOrders(config.kind, config.shape,
+                                              config.costs),
                            config.costs, out, error);
 }
 

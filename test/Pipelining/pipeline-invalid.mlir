@@ -15,7 +15,7 @@
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 "--par-pipeline-schedule=schedule=zbh1" 2>&1 | FileCheck %s --check-prefix=ZB
 // ZB: error: par-pipeline-schedule: zbh1 runs the input and weight halves of each backward apart: split with par-pipeline-split=split-backward=true
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 "--par-pipeline-schedule=schedule=zb" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: par-pipeline-schedule: unknown schedule 'zb' (expected gpipe, 1f1b, interleaved or zbh1)
+// UNKNOWN: error: par-pipeline-schedule: unknown schedule 'zb' (expected gpipe, 1f1b, interleaved, zbh1 or zbv)
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=4 "--par-pipeline-schedule=schedule=interleaved virtual=2 micro-batches=3" 2>&1 | FileCheck %s --check-prefix=INTER
 // INTER: error: par-pipeline-schedule: interleaved needs m divisible by p (m=3, p=2)
 // RUN: not par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 "--par-pipeline-schedule=micro-batches=-1" 2>&1 | FileCheck %s --check-prefix=M0

@@ -11,9 +11,10 @@ recompute_check.py stash STASHED.prof RECOMPUTING.prof
     a pipeline rank's GEMM operations per step (as flops) when each
     backward runs on the residuals its forward kept and when it recomputes
     the forward: 4/3 exactly (two backward GEMMs per forward GEMM).
-recompute_check.py halves ZBH1.prof 1F1B.prof
-    ZB-H1's BI + BW against 1F1B's B, both on the residuals: the same GEMM
-    operations per step.
+recompute_check.py halves SPLIT.prof[,...] WHOLE.prof[,...]
+    a split backward's BI + BW (ZB-H1, ZB-V) against the whole backward B
+    of the same stages (1F1B, interleaved), both on the residuals: the
+    same GEMM operations per step (the sum of the profiles listed).
 recompute_check.py flops NONE SEL FULL L D B S TP
     shows that recomputation ran: the GEMM operations per step and rank in
     par-run --profile's tables (calls x 2*batch*M*N*K of every matmul row)
@@ -93,11 +94,15 @@ def stash(stashed, recomputing):
 
 
 def halves(split, whole):
-    """ZB-H1's BI and BW on the residuals against 1F1B's B: the same GEMM
-    operations per step (no op of the backward run twice)."""
-    a, b = gemm_flops(split), gemm_flops(whole)
+    """BI and BW on the residuals (ZB-H1, ZB-V) against B of the same
+    stages (1F1B, interleaved): the same GEMM operations per step (no op
+    of the backward run twice)."""
+    # Comma-separated profiles add up (several pipeline ranks: ZB-V and
+    # interleaved place the stages differently).
+    a = sum(gemm_flops(f) for f in split.split(","))
+    b = sum(gemm_flops(f) for f in whole.split(","))
     ok = a > 0 and a == b
-    print("GEMM flops per step: zbh1 %.0f, 1f1b %.0f: %s" %
+    print("GEMM flops per step: BI + BW %.0f, B %.0f: %s" %
           (a, b, "OK" if ok else "FAIL"))
     sys.exit(0 if ok else 1)
 

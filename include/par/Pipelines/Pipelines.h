@@ -199,11 +199,12 @@ struct PipeliningOptions : OptionGroup {
                          llvm::cl::init(0)};
   Option<std::string> schedule{
       owner, "schedule",
-      llvm::cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved, zbh1"),
+      llvm::cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved, zbh1, "
+                     "zbv"),
       llvm::cl::init(kSched.schedule)};
   Option<int64_t> virtualStages{
       owner, "virtual",
-      llvm::cl::desc("Stages per pipeline rank (interleaved)"),
+      llvm::cl::desc("Stages per pipeline rank (interleaved; 2 for zbv)"),
       llvm::cl::init(kSched.virtualStages)};
   Option<std::string> pipelineAxis{
       owner, "pipeline-axis", llvm::cl::desc("The mesh axis of the stages"),
@@ -211,7 +212,7 @@ struct PipeliningOptions : OptionGroup {
   Option<bool> splitBackward{
       owner, "split-backward",
       llvm::cl::desc("Split each stage backward into input and weight "
-                     "halves (implied by schedule=zbh1)"),
+                     "halves (implied by schedule=zbh1 and zbv)"),
       llvm::cl::init(false)};
 };
 

@@ -96,7 +96,7 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, interleaved or zbh1">,
+           "gpipe, 1f1b, interleaved, zbh1 or zbv">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"0",
            "Micro-batches per step (0: the train step's, as par-optimizer "
            "recorded it; 1 without a step)">,

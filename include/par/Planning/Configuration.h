@@ -29,7 +29,7 @@ struct Configuration {
   /// (par-compile's stash, the default); false: every backward recomputes
   /// its stage's forward from the stage input.
   bool stash = true;
-  std::string schedule = "1f1b"; // gpipe, 1f1b, interleaved, zbh1
+  std::string schedule = "1f1b"; // gpipe, 1f1b, interleaved, zbh1, zbv
   std::string precision = "bf16"; // compute type: bf16, f16, f32
   /// The data-parallel gradient reduction's type: f32 (par's default) or
   /// compute (the compute type: par-compile's grad-reduce=compute, what

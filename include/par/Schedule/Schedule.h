@@ -1,7 +1,7 @@
 //===- Schedule.h - Pipeline-parallel schedules and their verifier -*- C++ -*-===//
 //
 // The pipeline-schedule core: which compute action each pipeline rank runs
-// in which order (GPipe, 1F1B, interleaved 1F1B, ZB-H1), one global
+// in which order (GPipe, 1F1B, interleaved 1F1B, ZB-H1, ZB-V), one global
 // timetable computed from those orders and a cost model, the per-rank
 // programs (compute plus point-to-point transfers) derived from that single
 // timetable, and a verifier that proves a set of per-rank programs free of
@@ -39,27 +39,46 @@ namespace pipeline {
 // Shapes, costs and actions
 //===----------------------------------------------------------------------===//
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZBH1 };
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZBH1, ZBV };
 
-/// "gpipe", "1f1b", "interleaved", "zbh1".
+/// "gpipe", "1f1b", "interleaved", "zbh1", "zbv".
 const char *getScheduleName(ScheduleKind kind);
 /// Parses a name printed by getScheduleName; false if unknown.
 bool parseScheduleKind(const std::string &name, ScheduleKind &kind);
 
 /// The pipeline's shape: p ranks, m micro-batches, v model chunks (virtual
 /// stages) per rank. There are S = p*v stages; stage s lives on rank s mod p
-/// (Megatron's interleaved placement; v = 1 puts stage s on rank s).
-/// `splitBackward` says whether the backward pass is one action B or the
-/// pair BI (input gradient) + BW (weight gradient).
+/// (Megatron's interleaved placement; v = 1 puts stage s on rank s), or,
+/// with `vShape` (ZB-V), chunk k = s / p runs down the ranks when k is even
+/// and back up when it is odd, so rank r holds stages r and 2p-1-r and the
+/// first and last stage share rank 0. `splitBackward` says whether the
+/// backward pass is one action B or the pair BI (input gradient) + BW
+/// (weight gradient).
 struct PipelineShape {
   int p = 1;
   int m = 1;
   int v = 1;
   bool splitBackward = false;
+  bool vShape = false;
 
   int numStages() const { return p * v; }
-  int rankOf(int stage) const { return stage % p; }
+  int rankOf(int stage) const {
+    int pos = stage % p;
+    return vShape && (stage / p) % 2 == 1 ? p - 1 - pos : pos;
+  }
+  /// The stages of rank r, in increasing order.
+  std::vector<int> stagesOf(int r) const {
+    std::vector<int> out;
+    for (int s = 0; s < numStages(); ++s)
+      if (rankOf(s) == r)
+        out.push_back(s);
+    return out;
+  }
 };
+
+/// Sets what the schedule kind implies of a shape: the split backward
+/// (zbh1, zbv) and the V placement (zbv).
+void applyScheduleKind(ScheduleKind kind, PipelineShape &shape);
 
 /// Cost of one action, in arbitrary time units. `b` is the full backward;
 /// `bi` and `bw` the two halves of a split one. `comm` is the latency of
@@ -122,7 +141,7 @@ struct ScheduleConfig {
 
 /// Checks p, m, v and the costs against the schedule kind; returns an empty
 /// string when valid, else a message ("interleaved needs m divisible by p
-/// (m=6, p=4)"). Sets shape.splitBackward from the kind.
+/// (m=6, p=4)"). Sets shape.splitBackward and shape.vShape from the kind.
 std::string validateConfig(ScheduleConfig &config);
 
 //===----------------------------------------------------------------------===//
@@ -130,7 +149,10 @@ std::string validateConfig(ScheduleConfig &config);
 //===----------------------------------------------------------------------===//
 
 /// Each rank's ordered compute actions for a (validated) configuration.
-Programs buildComputeOrders(ScheduleKind kind, const PipelineShape &shape);
+/// ZB-V's orders are list-scheduled on `costs` (the others do not depend
+/// on them).
+Programs buildComputeOrders(ScheduleKind kind, const PipelineShape &shape,
+                            const Costs &costs = Costs());
 
 struct TimedAction {
   Action action;
@@ -215,6 +237,8 @@ struct Expected {
   double fraction = 0;
   std::string peakFormula;
   int peakRank0 = 0;
+  /// peakRank0 is a cap the schedule keeps to, not its exact peak (ZB-V).
+  bool peakIsCap = false;
   bool exact = false;
   /// When the bubble formulas hold ("T_comm = 0 and m >= p").
   std::string scope;
@@ -252,7 +276,7 @@ VerifyResult verifyPrograms(const PipelineShape &shape,
 
 /// The program text format:
 ///   # comment
-///   pipeline p=2 m=2 v=1 backward=full
+///   pipeline p=2 m=2 v=1 backward=full [placement=v]
 ///   rank 0: F(mb=0,s=0) send-act(mb=0,s=1,to=1) ...
 ///   rank 1: recv-act(mb=0,s=1,from=0) F(mb=0,s=1) ...
 /// Several lines for one rank append to its program.

@@ -299,7 +299,7 @@ struct PipelineMemoryPlan {
 
 /// Runs `actions` (one pipeline rank's program) through PipelineBuffers on
 /// byte counts: the stage state the executor keeps for the rank's stages
-/// (`rank`, every p-th stage), each call's made arguments (the forward's
+/// (`shape.stagesOf(rank)`), each call's made arguments (the forward's
 /// stage arguments that are not the stage's parameters: data, loss scale),
 /// results and program peak (the manifest's plan), then each stage's
 /// update. The executor's behaviour is deterministic, so this is its peak
@@ -307,7 +307,7 @@ struct PipelineMemoryPlan {
 PipelineMemoryPlan
 predictPipelineMemory(const std::vector<PipelineStageFunctions> &stages,
                       const std::vector<pipeline::Action> &actions, int64_t rank,
-                      int64_t p, bool donate);
+                      const pipeline::PipelineShape &shape, bool donate);
 
 } // namespace par::tooling
 

@@ -242,6 +242,7 @@ private:
   par_pipeline_info_t pipe;
   std::string func, axisName;
   int64_t S = 0, m = 0, ppAxis = -1, me = 0, axesCode = 0, lossRoot = 0;
+  std::vector<int64_t> myStages; // this rank's stages, in order
   std::vector<StageProgram> stages;
   std::vector<int64_t> coords;
   DataLoader data;
@@ -281,6 +282,10 @@ void PipelineRun::loadSchedule() {
   shape.m = pipe.m;
   shape.v = pipe.v;
   shape.splitBackward = pipe.backward && std::string(pipe.backward) == "split";
+  // ZB-V places its two chunks in a V (stage 2p-1-r on rank r).
+  pl::ScheduleKind kind;
+  shape.vShape = pipe.schedule && pl::parseScheduleKind(pipe.schedule, kind) &&
+                 kind == pl::ScheduleKind::ZBV;
   if (pipe.num_programs != pipe.p || pipe.num_stages != pipe.p * pipe.v)
     fatal("manifest: the pipeline has " + std::to_string(pipe.num_programs) +
           " programs and " + std::to_string(pipe.num_stages) +
@@ -357,6 +362,8 @@ void PipelineRun::loadStages() {
           std::to_string(pipe.p));
   coords = f0.coords(rank);
   me = coords[ppAxis];
+  for (int s : shape.stagesOf((int)me))
+    myStages.push_back(s);
   axesCode = ppAxis + 1;
   std::vector<int64_t> last(coords.size(), 0);
   last[ppAxis] = shape.rankOf(S - 1);
@@ -803,7 +810,7 @@ void PipelineRun::sumTiedGradients() {
 /// The optimizer: each stage's update on its summed gradients.
 void PipelineRun::runUpdates() {
   sumTiedGradients();
-  for (int64_t s = me; s < S; s += pipe.p) {
+  for (int64_t s : myStages) {
     StageProgram &st = stages[s];
     size_t P = st.paramArgs.size();
     // The gradient sums go in (for a GPU program, one upload per step and
@@ -827,7 +834,7 @@ void PipelineRun::runUpdates() {
     for (size_t k = 0; k < st.updateOut.size(); ++k)
       outs.push_back(updateResult(st, k));
     st.update.callBuffers(args, outs);
-    if (scaling && s == me) {
+    if (scaling && s == myStages.front()) {
       const Function &u = st.update;
       lastTaken = outs[u.finiteResult]->scalar(
                       u.outputs[u.finiteResult].dtype) > 0.5;
@@ -852,7 +859,7 @@ void PipelineRun::runUpdates() {
 std::vector<UpdatedTensor> PipelineRun::updatedState() const {
   std::vector<UpdatedTensor> state;
   bool device = sharded.target() != "cpu";
-  for (int64_t s = me; s < S; s += pipe.p) {
+  for (int64_t s : myStages) {
     const StageProgram &st = stages[s];
     const Function &u = st.update;
     size_t P = st.paramArgs.size();
@@ -878,7 +885,7 @@ std::vector<UpdatedTensor> PipelineRun::updatedState() const {
 void PipelineRun::undoUpdates() {
   if (donates())
     fatal("internal: undoing an update made in place");
-  for (int64_t s = me; s < S; s += pipe.p) {
+  for (int64_t s : myStages) {
     StageProgram &st = stages[s];
     size_t P = st.paramArgs.size();
     for (size_t j = 0; j < P; ++j)
@@ -890,7 +897,7 @@ void PipelineRun::undoUpdates() {
 
 /// The loss scale this step runs with (this rank's first stage's state).
 double PipelineRun::lossScale() const {
-  const StageProgram &st = stages[me];
+  const StageProgram &st = stages[myStages.front()];
   size_t k = st.update.lossScaleResult - st.paramArgs.size();
   return st.state[k].scalar(
       st.update.inputs[2 * st.paramArgs.size() + k].dtype);
@@ -975,7 +982,7 @@ PipelineMemoryPlan PipelineRun::memoryPlanOf(int64_t r) const {
                    split && s > 0 ? &st.inputGradFn() : nullptr,
                    split ? &st.weightGradFn() : nullptr, &st.update, st.stash});
   }
-  return predictPipelineMemory(fns, programs[r], r, pipe.p, donates());
+  return predictPipelineMemory(fns, programs[r], r, shape, donates());
 }
 
 /// Rank 0: each pipeline rank's predicted peak and what is live then (the
@@ -1016,7 +1023,7 @@ void PipelineRun::reportCompression(int64_t stepsRun) {
   CompressionTotals compression;
   std::vector<ErrorFeedbackBlock> blocks;
   std::deque<Buffer> host; // the error-feedback state, copied out
-  for (int64_t s = me; s < S; s += pipe.p) {
+  for (int64_t s : myStages) {
     const Function &u = stages[s].update;
     compression.add(u);
     size_t P = stages[s].paramArgs.size();
@@ -1130,7 +1137,7 @@ std::vector<CheckpointTensor>
 PipelineRun::stageState(std::deque<Buffer> &host,
                         std::vector<SessionBuffer *> &bufs, bool download) {
   std::vector<CheckpointTensor> out;
-  for (int64_t s = me; s < S; s += pipe.p) {
+  for (int64_t s : myStages) {
     StageProgram &st = stages[s];
     const Function &u = st.update;
     size_t P = u.stageArgs.size();
@@ -1343,12 +1350,12 @@ void PipelineRun::prepare() {
   else
     stepSpec = sharded.lookup(stepName());
   loadStageWeights();
-  for (int64_t s = me; s < S; s += pipe.p)
+  for (int64_t s : myStages)
     initStage(s);
   buffers.emplace(*this, S);
   if (!o.checkpoint.dir.empty() || !o.resume.empty() || o.verify)
     findStateKeys();
-  const Function &u0 = stages[me].update;
+  const Function &u0 = stages[myStages.front()].update;
   scaling = u0.lossScaleResult >= 0 && u0.finiteResult >= 0;
   for (int64_t s = 0; s < S; ++s)
     if ((stages[s].update.lossScaleResult >= 0) != scaling)
@@ -1360,7 +1367,7 @@ void PipelineRun::prepare() {
 }
 
 LossScaling PipelineRun::lossScaling() const {
-  return {scaling, stages[me].update.minLossScale};
+  return {scaling, stages[myStages.front()].update.minLossScale};
 }
 
 double PipelineRun::tokensPerStep() const {

@@ -162,7 +162,7 @@ std::vector<Bytes> Simulation::call(StageCall c, const pl::Action &a,
 PipelineMemoryPlan
 predictPipelineMemory(const std::vector<PipelineStageFunctions> &stages,
                       const std::vector<pl::Action> &actions, int64_t rank,
-                      int64_t p, bool donate) {
+                      const pl::PipelineShape &shape, bool donate) {
   PipelineMemoryPlan plan;
   plan.peak = 0;
   Simulation sim(stages, plan);
@@ -171,7 +171,7 @@ predictPipelineMemory(const std::vector<PipelineStageFunctions> &stages,
   // (parameters, gradient sums, optimizer state) and results (but those
   // it writes in place, when it donates).
   std::vector<Bytes> state;
-  for (int64_t s = rank; s < S; s += p) {
+  for (int s : shape.stagesOf((int)rank)) {
     const Function &u = *stages[s].update;
     state.emplace_back(&sim.live,
                        sumLocalBytes(u.inputs) + sumLocalBytes(u.outputs) -
@@ -189,7 +189,7 @@ predictPipelineMemory(const std::vector<PipelineStageFunctions> &stages,
     sim.observe(0, "the end of the actions");
     sim.buffers = nullptr;
   }
-  for (int64_t s = rank; s < S; s += p)
+  for (int s : shape.stagesOf((int)rank))
     sim.observe(sim.programPeak(stages[s].update),
                 "update(s=" + std::to_string(s) + ")");
   if (!plan.missing.empty())

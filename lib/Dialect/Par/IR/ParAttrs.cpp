@@ -345,9 +345,8 @@ static pl::PipelineShape shapeOf(size_t numStages, size_t numPrograms,
   shape.m = static_cast<int>(m);
   shape.v = numPrograms ? static_cast<int>(numStages / numPrograms) : 0;
   pl::ScheduleKind kind;
-  shape.splitBackward = schedule &&
-                        pl::parseScheduleKind(schedule.str(), kind) &&
-                        kind == pl::ScheduleKind::ZBH1;
+  if (schedule && pl::parseScheduleKind(schedule.str(), kind))
+    pl::applyScheduleKind(kind, shape);
   return shape;
 }
 
@@ -389,14 +388,15 @@ LogicalResult PipelineAttr::verify(
   pl::ScheduleKind kind;
   if (!pl::parseScheduleKind(schedule.str(), kind))
     return emitError() << "unknown schedule '" << schedule.getValue()
-                       << "' (expected gpipe, 1f1b, interleaved or zbh1)";
+                       << "' (expected gpipe, 1f1b, interleaved, zbh1 or zbv)";
   if (stages.size() % programs.size() != 0)
     return emitError() << stages.size() << " stages cannot be placed on "
                        << programs.size() << " pipeline ranks";
-  if (kind == pl::ScheduleKind::ZBH1)
+  if (kind == pl::ScheduleKind::ZBH1 || kind == pl::ScheduleKind::ZBV)
     for (auto [k, st] : llvm::enumerate(stages))
       if (!st.getWeightLoss() || (k > 0 && !st.getInputLoss()))
-        return emitError() << "zbh1 runs the input and weight halves of each "
+        return emitError() << schedule.getValue()
+                           << " runs the input and weight halves of each "
                               "backward apart, but stage "
                            << k << " has no "
                            << (st.getWeightLoss() ? "input_loss"
