@@ -158,6 +158,18 @@ elif mode == "zbstash":
           "1f1b's: %s, bubble %.2fx, step %.2fx 1f1b's: %s" % (
               z["recompute"], same, z["pipeline bubble"] / a["pipeline bubble"],
               z["step"] / a["step"], verdict(ok)))
+elif mode == "zbv":
+    # ZB-V against ZB-H1 on the same model: the same work (each chunk is
+    # half a stage), a smaller bubble (the V's second chunk fills it).
+    v, h = phases(sys.argv[2]), phases(sys.argv[3])
+    same = close(v["forward"], h["forward"]) and \
+        close(v["backward"], h["backward"])
+    ok = v["recompute"] == 0 and same and \
+        v["pipeline bubble"] < h["pipeline bubble"] and v["step"] < h["step"]
+    print("zbv: forward and backward equal zbh1's: %s, bubble %.2fx, step "
+          "%.2fx zbh1's: %s" % (same, v["pipeline bubble"] /
+                                h["pipeline bubble"], v["step"] / h["step"],
+                                verdict(ok)))
 elif mode == "shared":
     a, b = phases(sys.argv[2]), phases(sys.argv[3])
     same = all(close(a[k], b[k]) for k in PHASES if k != "pipeline bubble")

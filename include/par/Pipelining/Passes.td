@@ -73,7 +73,8 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
     (lib/Schedule, docs/RationalePipeline.md) every pipeline rank's ordered
     list of actions for `schedule` (gpipe, 1f1b, interleaved with
     `virtual` > 1 stages per rank, zbh1 after
-    `par-pipeline-split=split-backward=true`) and `micro-batches` m: forward and
+    `par-pipeline-split=split-backward=true`, zbv with both: two stages per
+    rank in a V) and `micro-batches` m: forward and
     backward of (micro-batch, stage) and the sends and receives of
     activations and their gradients between ranks of the mesh axis `axis`
     (the stage count must be its size x virtual). The programs are proved

@@ -332,8 +332,11 @@ def Par_PipelineAttr : AttrDef<Par_Dialect, "Pipeline"> {
     (lib/Schedule's verifier, as par-verify-pipeline runs it): every
     forward and backward of every (micro-batch, stage) present once on the
     stage's rank, every send meeting the matching receive, in order, and no
-    rank waiting forever. `zbh1` runs the split backward (`bi`, `bw`): each
-    stage then needs `weight_loss` (and, but for stage 0, `input_loss`).
+    rank waiting forever. `zbh1` and `zbv` run the split backward (`bi`,
+    `bw`): each stage then needs `weight_loss` (and, but for stage 0,
+    `input_loss`). `zbv` places stage s of chunk s / p on rank s mod p when
+    the chunk is even and p - 1 - s mod p when it is odd (a V: rank r holds
+    stages r and 2p-1-r); the other schedules on rank s mod p.
   }];
   let parameters = (ins
     "::mlir::FlatSymbolRefAttr":$func,
@@ -352,7 +355,8 @@ def Par_PipelineAttr : AttrDef<Par_Dialect, "Pipeline"> {
     /// Whether par-pipeline-schedule stored programs.
     bool isScheduled() const { return !getPrograms().empty(); }
     /// The shape of the stored programs: p ranks, m micro-batches, v stages
-    /// per rank, the backward split for zbh1.
+    /// per rank, the backward split for zbh1 and zbv, the V placement for
+    /// zbv.
     ::par::pipeline::PipelineShape getShape() const;
     /// The stored programs in lib/Schedule's form (index = rank).
     ::par::pipeline::Programs getSchedulePrograms() const;
