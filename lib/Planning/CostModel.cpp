@@ -418,9 +418,13 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   e.optimizerState = deviceParams * (mixed ? 12 : 8);
   // par's zero=1 is ZeRO-2's program (Communication/ZeRO.h): each gradient
   // is reduce-scattered straight into its shard.
+  // A pipelined step keeps each stage's gradient sums whole until its
+  // update (the executor adds every micro-batch's into them); the update
+  // reduce-scatters them.
   if (c.zero >= 1) {
     e.optimizerState /= dp;
-    e.grads /= dp;
+    if (!pipelined)
+      e.grads /= dp;
   }
   if (c.zero >= 3)
     e.weights /= dp;

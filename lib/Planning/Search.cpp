@@ -72,7 +72,6 @@ SearchResult mlir::par::planning::searchConfigurations(
               }
               continue;
             }
-            c.zero = 0;
             for (const char *schedule : {"1f1b", "zbh1", "interleaved", "zbv"}) {
               c.schedule = schedule;
               for (int64_t v : {1, 2, 4}) {
@@ -82,7 +81,12 @@ SearchResult mlir::par::planning::searchConfigurations(
                 c.v = v;
                 if (model.layers % (pp * v)) // balanced stages only
                   continue;
-                consider(c);
+                for (int64_t zero : {0, 1}) { // ZeRO-3 needs pp = 1
+                  if (zero && dp == 1)
+                    continue;
+                  c.zero = zero;
+                  consider(c);
+                }
               }
             }
           }

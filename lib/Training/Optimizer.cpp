@@ -400,7 +400,9 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
   func::FuncOp createStageUpdate(OpBuilder &b, func::FuncOp fn,
                                  DenseI64ArrayAttr stageArgs,
                                  ArrayRef<unsigned> params, StringRef name,
-                                 LossScaleAttr lossScale, unsigned &scaleArg) {
+                                 LossScaleAttr lossScale,
+                                 const OptimizerStateLayout &layout,
+                                 unsigned &scaleArg) {
     MLIRContext *ctx = b.getContext();
     unsigned P = params.size(), K = stateKinds();
     Type lossType = fn.getResultTypes()[0];
@@ -430,10 +432,20 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     for (auto [j, p] : llvm::enumerate(params)) {
       origIdx.push_back(stageArgs[p]);
       Attribute sharding = fn.getArgAttr(p, ParDialect::kShardingAttrName);
+      // ZeRO-1/2: the state (and the update on it) split further over the
+      // data-parallel axes; the parameter and its gradient sum as before.
+      // Both pinned: a free gradient argument would take the state's split
+      // from the constraint, and the backward's sum would not fit it.
+      Attribute stateSharding = sharding;
+      if (layout.isZeROSharded(j)) {
+        stateSharding = layout.state[j];
+        sharding = layout.param[j];
+      }
       for (unsigned rep = 0; rep < 2 + K; ++rep) {
         unsigned a = rep * P + j;
-        if (sharding)
-          update.setArgAttr(a, ParDialect::kShardingAttrName, sharding);
+        Attribute sh = rep >= 2 ? stateSharding : sharding;
+        if (sh)
+          update.setArgAttr(a, ParDialect::kShardingAttrName, sh);
         if (rep >= 2)
           update.setArgAttr(a, ParDialect::kInitAttrName,
                             InitAttr::get(ctx, InitKind::Zeros));
@@ -446,9 +458,8 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         if (Attribute attr = fn.getArgAttr(p, a))
           update.setArgAttr(j, a, attr);
       for (unsigned rep = 0; rep < 1 + K; ++rep)
-        if (sharding)
-          update.setResultAttr(rep * P + j, ParDialect::kShardingAttrName,
-                               sharding);
+        if (Attribute sh = rep >= 1 ? stateSharding : sharding)
+          update.setResultAttr(rep * P + j, ParDialect::kShardingAttrName, sh);
     }
     if (hasStep)
       update.setArgAttr(scaleArg - 1, ParDialect::kInitAttrName,
@@ -497,11 +508,12 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         return failure();
       decisionMesh = *mesh;
     }
-    if (zero != 0)
+    if (zero == 3)
       return fn.emitOpError()
-             << "is a pipeline stage: zero=" << static_cast<int64_t>(zero)
-             << " (ZeRO sharding over the data-parallel axes) is not "
-                "supported with pipeline stages (stages > 0) yet; use zero=0";
+             << "is a pipeline stage: zero=3 (parameters kept split over the "
+                "data-parallel axes and gathered at their uses) is not "
+                "supported with pipeline stages (stages > 0) yet; use zero=1 "
+                "or 2 (the optimizer state split), or zero=0";
     if (clipNorm > 0)
       return fn.emitOpError("clip-norm needs the norm over all stages' "
                             "gradients, which pipelined updates do not "
@@ -512,6 +524,13 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         params.push_back(i);
     unsigned P = params.size(), K = stateKinds();
     bool hasStep = optimizer == "adamw" || schedule == "cosine";
+    // ZeRO-1/2: each stage's state split over the data-parallel axes, as
+    // the unpipelined step's (the stage function's data and activation
+    // arguments say which axes those are).
+    FailureOr<OptimizerStateLayout> layout =
+        planOptimizerState(fn, params, zeroOptions());
+    if (failed(layout))
+      return failure();
     std::string name = (fn.getName() + "_update").str();
     if (module.lookupSymbol(name))
       return fn.emitOpError()
@@ -521,12 +540,16 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     Location loc = fn.getLoc();
     unsigned scaleArg = 0;
     func::FuncOp update =
-        createStageUpdate(b, fn, stageArgs, params, name, lossScale, scaleArg);
+        createStageUpdate(b, fn, stageArgs, params, name, lossScale, *layout,
+                          scaleArg);
     fn->setAttr(ParDialect::kUpdateAttrName, FlatSymbolRefAttr::get(update));
     Block *body = update.addEntryBlock();
     b.setInsertionPointToStart(body);
     ValueRange args = body->getArguments();
     SmallVector<Value> grads(args.slice(P, P));
+    // ZeRO-1/2: the gradient sums wanted in their state's layout (the dp
+    // reduction becomes a reduce_scatter), the update on the local block.
+    constrainGradientsToState(b, loc, grads, *layout);
     if (microBatches > 1)
       averageOverMicroBatches(b, loc, grads);
     Value t = hasStep ? args[scaleArg - 1] : Value();
@@ -542,6 +565,9 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     SmallVector<Value> paramVals(args.take_front(P)),
         stateVals(args.slice(2 * P, K * P));
     emitUpdates(b, loc, paramVals, grads, stateVals, t, results);
+    // ZeRO-1/2: the updated parameters back in their layout (all_gather).
+    constrainParametersToLayout(
+        b, loc, MutableArrayRef<Value>(results).take_front(P), *layout);
     if (lossScale) {
       SmallVector<Value> prev(paramVals);
       llvm::append_range(prev, stateVals);

@@ -85,7 +85,7 @@
 // COMM-LABEL: par-comm-report: @loss_step
 // COMM-NEXT:    total: 0 collectives, 0 bytes per device
 
-// PIPE: error: 'func.func' op is a pipeline stage: zero=3 (ZeRO sharding over the data-parallel axes) is not supported with pipeline stages (stages > 0) yet; use zero=0
+// PIPE: error: 'func.func' op is a pipeline stage: zero=3 (parameters kept split over the data-parallel axes and gathered at their uses) is not supported with pipeline stages (stages > 0) yet; use zero=1 or 2 (the optimizer state split), or zero=0
 
 par.mesh @mesh ["dp"=2, "tp"=2]
 func.func @loss(%x: tensor<4x8xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>},
