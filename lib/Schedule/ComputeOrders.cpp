@@ -115,25 +115,17 @@ static std::vector<Action> interleavedOrder(const PipelineShape &shape,
 /// chunk also reserves a slot for the same micro-batch's second-chunk F,
 /// so the second chunk can always proceed and the cap never deadlocks;
 /// without, one slot stays free for a second-chunk F. The ranks advance in
-/// time
-/// order (the free rank with the earliest clock decides next), so every
-/// input that is ready by that time is known.
+/// time order (the free rank with the earliest clock decides next), so
+/// every input that is ready by that time is known.
 static bool zbvOrders(const PipelineShape &shape, const Costs &costs,
                       bool reserveEach, Programs &orders, double &makespan) {
-  const int p = shape.p, m = shape.m, S = shape.numStages();
+  const int p = shape.p, m = shape.m;
   const double never = std::numeric_limits<double>::infinity();
-  const Index idx{S};
-  std::vector<double> endF(static_cast<size_t>(m) * S, never), endBI = endF;
-  auto hop = [&](int from, int to) {
-    return shape.rankOf(from) == shape.rankOf(to) ? 0.0 : costs.comm;
-  };
-  // When F/BI(mb, s) may start (never: an input is not scheduled yet).
-  auto readyF = [&](int mb, int s) {
-    return s == 0 ? 0.0 : endF[idx(mb, s - 1)] + hop(s - 1, s);
-  };
-  auto readyBI = [&](int mb, int s) {
-    double t = endF[idx(mb, s)];
-    return s + 1 == S ? t : std::max(t, endBI[idx(mb, s + 1)] + hop(s + 1, s));
+  Readiness deps(shape, costs);
+  // When an action may start (never: an input is not scheduled yet).
+  auto ready = [&](Op op, int mb, int s) {
+    double t = deps.readyAt(compute(op, mb, s));
+    return t < 0 ? never : t;
   };
   struct Rank {
     int stage[2];            // chunk 0's and chunk 1's stage
@@ -185,13 +177,14 @@ static bool zbvOrders(const PipelineShape &shape, const Costs &costs,
     for (int c = 0; c < 2; ++c)
       if (k.nextBI[c] < m)
         consider(Op::BI, k.nextBI[c], k.stage[c],
-                 readyBI(k.nextBI[c], k.stage[c]));
+                 ready(Op::BI, k.nextBI[c], k.stage[c]));
     if (pick.mb < 0)
       for (int c = 0; c < 2; ++c)
         if (k.nextF[c] < m &&
             (reserveEach ? c == 1 || k.committed + 2 <= cap
                          : k.held + (c == 0 ? 2 : 1) <= cap))
-          consider(Op::F, k.nextF[c], k.stage[c], readyF(k.nextF[c], k.stage[c]));
+          consider(Op::F, k.nextF[c], k.stage[c],
+                   ready(Op::F, k.nextF[c], k.stage[c]));
     if (pick.mb < 0 && !k.pendingW.empty()) {
       pick = k.pendingW.front();
       k.pendingW.pop_front();
@@ -230,13 +223,12 @@ static bool zbvOrders(const PipelineShape &shape, const Costs &costs,
       q.waiting = 0;
     double cost = costOf(costs, pick.op);
     int c = pick.stage == k.stage[0] ? 0 : 1;
+    deps.finished(pick, t + cost);
     if (pick.op == Op::F) {
-      endF[idx(pick.mb, pick.stage)] = t + cost;
       ++k.nextF[c];
       k.committed += c == 0 ? 2 : 0;
       ++k.held;
     } else if (pick.op == Op::BI) {
-      endBI[idx(pick.mb, pick.stage)] = t + cost;
       ++k.nextBI[c];
       k.pendingW.push_back(compute(Op::BW, pick.mb, pick.stage));
     } else {

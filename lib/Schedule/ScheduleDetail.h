@@ -12,6 +12,9 @@
 
 #include "par/Schedule/Schedule.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <cstddef>
 #include <string>
 
@@ -95,6 +98,60 @@ struct Index {
   size_t operator()(int mb, int stage) const {
     return static_cast<size_t>(mb) * stages + stage;
   }
+};
+
+/// When each compute action's inputs are ready: F(mb,s) after F(mb,s-1),
+/// B/BI(mb,s) after F(mb,s) and B/BI(mb,s+1), BW after BI; plus `comm`
+/// when the producer is on another rank. End times are -1 until recorded.
+/// The timetable's simulation and ZB-V's list scheduling share it.
+struct Readiness {
+  Readiness(const PipelineShape &shape, const Costs &costs)
+      : shape(shape), costs(costs), idx{shape.numStages()},
+        endF(static_cast<size_t>(shape.m) * shape.numStages(), -1),
+        endG(endF), endW(endF) {}
+
+  /// The ready time of `a`, or -1 if an input is missing.
+  double readyAt(const Action &a) const {
+    const int S = shape.numStages();
+    size_t i = idx(a.mb, a.stage);
+    switch (a.op) {
+    case Op::F:
+      if (a.stage == 0)
+        return 0;
+      if (endF[idx(a.mb, a.stage - 1)] < 0)
+        return -1;
+      return endF[idx(a.mb, a.stage - 1)] + hop(a.stage - 1, a.stage);
+    case Op::B:
+    case Op::BI: {
+      if (endF[i] < 0)
+        return -1;
+      if (a.stage == S - 1)
+        return endF[i];
+      double g = endG[idx(a.mb, a.stage + 1)];
+      if (g < 0)
+        return -1;
+      return std::max(endF[i], g + hop(a.stage + 1, a.stage));
+    }
+    case Op::BW:
+      return endG[i];
+    default:
+      return -1;
+    }
+  }
+
+  void finished(const Action &a, double end) {
+    size_t i = idx(a.mb, a.stage);
+    (a.op == Op::F ? endF : a.op == Op::BW ? endW : endG)[i] = end;
+  }
+
+  double hop(int from, int to) const {
+    return shape.rankOf(from) == shape.rankOf(to) ? 0.0 : costs.comm;
+  }
+
+  const PipelineShape &shape;
+  const Costs &costs;
+  Index idx;
+  std::vector<double> endF, endG, endW;
 };
 
 /// Shape checks shared by configurations and parsed program files: "" or a

@@ -148,28 +148,22 @@ elif mode == "stash":
           "%s, step %.2fx stash=false's, activations %.2fx: %s" % (
               st["recompute"], same, st["step"] / re_["step"],
               act[0] / act[1], verdict(ok)))
-elif mode == "zbstash":
+elif mode in ("zbstash", "zbv"):
+    # zbstash: ZB-H1 on the residuals against 1F1B; zbv: ZB-V against
+    # ZB-H1 on the same model (each chunk is half a stage). The same work,
+    # no stage forward redone, a smaller bubble and step.
     z, a = phases(sys.argv[2]), phases(sys.argv[3])
     same = close(z["forward"], a["forward"]) and \
         close(z["backward"], a["backward"])
     ok = z["recompute"] == 0 and same and \
         z["pipeline bubble"] < a["pipeline bubble"] and z["step"] < a["step"]
-    print("zbh1 on the residuals: recompute %g, forward and backward equal "
-          "1f1b's: %s, bubble %.2fx, step %.2fx 1f1b's: %s" % (
-              z["recompute"], same, z["pipeline bubble"] / a["pipeline bubble"],
-              z["step"] / a["step"], verdict(ok)))
-elif mode == "zbv":
-    # ZB-V against ZB-H1 on the same model: the same work (each chunk is
-    # half a stage), a smaller bubble (the V's second chunk fills it).
-    v, h = phases(sys.argv[2]), phases(sys.argv[3])
-    same = close(v["forward"], h["forward"]) and \
-        close(v["backward"], h["backward"])
-    ok = v["recompute"] == 0 and same and \
-        v["pipeline bubble"] < h["pipeline bubble"] and v["step"] < h["step"]
-    print("zbv: forward and backward equal zbh1's: %s, bubble %.2fx, step "
-          "%.2fx zbh1's: %s" % (same, v["pipeline bubble"] /
-                                h["pipeline bubble"], v["step"] / h["step"],
-                                verdict(ok)))
+    what, peer = (("zbh1 on the residuals", "1f1b") if mode == "zbstash"
+                  else ("zbv", "zbh1"))
+    print("%s: recompute %g, forward and backward equal %s's: %s, bubble "
+          "%.2fx, step %.2fx %s's: %s" % (
+              what, z["recompute"], peer, same,
+              z["pipeline bubble"] / a["pipeline bubble"],
+              z["step"] / a["step"], peer, verdict(ok)))
 elif mode == "shared":
     a, b = phases(sys.argv[2]), phases(sys.argv[3])
     same = all(close(a[k], b[k]) for k in PHASES if k != "pipeline bubble")
