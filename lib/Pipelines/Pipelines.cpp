@@ -14,6 +14,7 @@
 #include "par/Dialect/Par/Transforms/Passes.h"
 #include "par/Frontend/Passes.h"
 #include "par/Pipelining/Passes.h"
+#include "par/Schedule/Schedule.h"
 #include "par/Target/Manifest/Passes.h"
 #include "par/Training/Passes.h"
 
@@ -239,9 +240,12 @@ void mlir::par::buildPipelineSplitPhase(OpPassManager &pm,
   PipelineSplitOptions split;
   split.stages = pipelining.stages;
   split.report = options.report;
-  split.splitBackward =
-      pipelining.splitBackward || pipelining.schedule == "zbh1" ||
-      pipelining.schedule == "zbv";
+  // zbh1 and zbv imply the split (what the schedule library says of them).
+  ::par::pipeline::PipelineShape implied;
+  ::par::pipeline::ScheduleKind kind;
+  if (::par::pipeline::parseScheduleKind(pipelining.schedule, kind))
+    ::par::pipeline::applyScheduleKind(kind, implied);
+  split.splitBackward = pipelining.splitBackward || implied.splitBackward;
   pm.addPass(createPipelineSplit(split));
 }
 

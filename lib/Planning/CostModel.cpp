@@ -105,7 +105,7 @@ Pipeline pipelineTime(const Configuration &c, const Machine &machine,
   // bubble, transfers on the fill and drain.
   double p = static_cast<double>(c.pp), m = static_cast<double>(c.m),
          v = static_cast<double>(c.v);
-  bool split = c.schedule == "zbh1" || c.schedule == "zbv";
+  bool split = c.splitBackward();
   double ideal = m * v * (f + (split ? bi + bw : b));
   double bubble = (p - 1) * (f + b);
   int inFlight = static_cast<int>(c.pp);
@@ -302,8 +302,7 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
   // weight gradients need dY carried back through the whole stage: the
   // backward, priced whole) each.
   const bool pipelined = c.pp > 1;
-  const bool zb =
-      pipelined && (c.schedule == "zbh1" || c.schedule == "zbv");
+  const bool zb = pipelined && c.splitBackward();
   const bool redoStage = pipelined && !c.stash;
   const double stageFwd = redoStage ? fwd : 0, stageTpF = redoStage ? tpF : 0;
   auto backwardAction = [&](double part) {

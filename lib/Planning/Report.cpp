@@ -69,8 +69,7 @@ void mlir::par::planning::printBreakdown(llvm::raw_ostream &os,
   const bool pipelined = e.config.pp > 1;
   row("recompute", e.recompute,
       !pipelined ? ""
-      : (e.config.schedule == "zbh1" || e.config.schedule == "zbv") &&
-              !e.config.stash
+      : e.config.splitBackward() && !e.config.stash
           ? "  (BI and BW each redo the stage's forward; BW redoes BI's half: "
             "stash=false)"
       : !e.config.stash

@@ -30,6 +30,8 @@ struct Configuration {
   /// its stage's forward from the stage input.
   bool stash = true;
   std::string schedule = "1f1b"; // gpipe, 1f1b, interleaved, zbh1, zbv
+  /// Whether the schedule runs each backward as BI and BW (zbh1, zbv).
+  bool splitBackward() const { return schedule == "zbh1" || schedule == "zbv"; }
   std::string precision = "bf16"; // compute type: bf16, f16, f32
   /// The data-parallel gradient reduction's type: f32 (par's default) or
   /// compute (the compute type: par-compile's grad-reduce=compute, what

@@ -281,11 +281,12 @@ void PipelineRun::loadSchedule() {
   shape.p = pipe.p;
   shape.m = pipe.m;
   shape.v = pipe.v;
-  shape.splitBackward = pipe.backward && std::string(pipe.backward) == "split";
-  // ZB-V places its two chunks in a V (stage 2p-1-r on rank r).
+  // What the schedule kind implies (ZB-V's placement in a V), then the
+  // manifest's own word on the backward.
   pl::ScheduleKind kind;
-  shape.vShape = pipe.schedule && pl::parseScheduleKind(pipe.schedule, kind) &&
-                 kind == pl::ScheduleKind::ZBV;
+  if (pipe.schedule && pl::parseScheduleKind(pipe.schedule, kind))
+    pl::applyScheduleKind(kind, shape);
+  shape.splitBackward = pipe.backward && std::string(pipe.backward) == "split";
   if (pipe.num_programs != pipe.p || pipe.num_stages != pipe.p * pipe.v)
     fatal("manifest: the pipeline has " + std::to_string(pipe.num_programs) +
           " programs and " + std::to_string(pipe.num_stages) +
