@@ -14,7 +14,7 @@
 #include "par/Dialect/Par/Transforms/Passes.h"
 #include "par/Frontend/Passes.h"
 #include "par/Pipelining/Passes.h"
-#include "par/Schedule/Schedule.h"
+#include "par/Pipelining/Schedule.h"
 #include "par/Target/Manifest/Passes.h"
 #include "par/Training/Passes.h"
 

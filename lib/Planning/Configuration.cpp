@@ -2,7 +2,7 @@
 
 #include "par/Planning/Configuration.h"
 #include "par/Planning/ModelProfile.h"
-#include "par/Schedule/Schedule.h"
+#include "par/Pipelining/Schedule.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"

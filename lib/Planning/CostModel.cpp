@@ -7,7 +7,7 @@
 #include "par/Planning/CostModel.h"
 #include "par/Planning/Machine.h"
 #include "par/Planning/ModelProfile.h"
-#include "par/Schedule/Schedule.h"
+#include "par/Pipelining/Schedule.h"
 
 #include <algorithm>
 #include <cmath>

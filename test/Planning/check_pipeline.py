@@ -2,7 +2,7 @@
 from --explain outputs, each against a quantity found without the
 planner's pricing: another par-plan run with one feature changed, or the
 action counts of the schedule core's timetable (par-pipeline-sim --json,
-lib/Schedule, the same builder the planner calls):
+lib/Pipelining/Schedule, the same builder the planner calls):
 
   recompute A G SIM   A: pp > 1, 1F1B, recompute=none; G: the same with
                       GPipe; SIM: the timetable of A's schedule. Each

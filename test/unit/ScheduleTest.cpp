@@ -1,13 +1,13 @@
 //===- ScheduleTest.cpp - The schedule core against the published figures -===//
 //
-// lib/Schedule's timetables, programs, verifier and text format, checked
+// lib/Pipelining/Schedule's timetables, programs, verifier and text format, checked
 // against the formulas in docs/Formulas.md (GPipe and 1F1B bubble fraction
 // (p-1)/(m+p-1); activations in flight on stage 0: m for GPipe, p for 1F1B)
 // and against hand-broken programs the verifier must refuse.
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Schedule/Schedule.h"
+#include "par/Pipelining/Schedule.h"
 
 #include <gtest/gtest.h>
 

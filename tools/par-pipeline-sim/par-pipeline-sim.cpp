@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Manifest/Json.h"
-#include "par/Schedule/Schedule.h"
+#include "par/Pipelining/Schedule.h"
 
 #include <cerrno>
 #include <cmath>

@@ -179,7 +179,7 @@ inline constexpr const char kActionPeer[] = "peer";
 } // namespace key
 
 /// Values of an action's "op", indexed by the action code (par_session.h's
-/// par_pipeline_op_t, lib/Schedule's Op): forward, full backward, its
+/// par_pipeline_op_t, lib/Pipelining/Schedule's Op): forward, full backward, its
 /// input and weight halves, and the transfers of stage inputs ("act") and
 /// their gradients ("grad").
 inline constexpr const char *const kActionOps[] = {

@@ -70,7 +70,7 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
   let summary = "Puts each pipeline rank's ordered actions into the IR";
   let description = [{
     For a module par-pipeline-split made, derives from one global timetable
-    (lib/Schedule, docs/RationalePipeline.md) every pipeline rank's ordered
+    (lib/Pipelining/Schedule, docs/RationalePipeline.md) every pipeline rank's ordered
     list of actions for `schedule` (gpipe, 1f1b, interleaved with
     `virtual` > 1 stages per rank, zbh1 after
     `par-pipeline-split=split-backward=true`, zbv with both: two stages per
@@ -114,7 +114,7 @@ def VerifyPipeline : Pass<"par-verify-pipeline", "ModuleOp"> {
   let summary = "Proves the stored pipeline programs free of deadlock";
   let description = [{
     Runs `#par.pipeline`'s proof on the module's per-rank programs: it
-    simulates them under blocking send/recv (lib/Schedule's verifier):
+    simulates them under blocking send/recv (lib/Pipelining/Schedule's verifier):
     every forward and backward present once, every send meeting the
     matching receive in order. A program that would hang is an error naming
     the two ranks and the actions they are blocked in. (The attribute's

@@ -7,7 +7,7 @@
 // adds to the forward (twice the forward without one), recomputation as the
 // forward (or its attention cores) again, each tensor-parallel collective
 // par places by α–β over the link its group uses, the pipeline by par's own
-// timetable (lib/Schedule) with those costs, the data-parallel gradient
+// timetable (lib/Pipelining/Schedule) with those costs, the data-parallel gradient
 // reduction overlapped with the last backward, the optimizer by the bytes it
 // touches; memory by the ZeRO formulas and the forward's saved results
 // times the activations the timetable keeps in flight, with the state held

@@ -10,9 +10,11 @@
 //
 // runJob is par-run's body: outside an MPI job it checks the plan against
 // the mesh and starts the ranks (launchJob, Launcher.h); in a rank it
-// starts the runtime and runs the plan: a train step through the train
-// driver (TrainDriver.h) with the plain or the pipelined step executor, or
-// a program once or --repeat times (RunModule.h).
+// starts the runtime and runs the plan with the rank body the driver
+// gives: runModule (RunModule.h: a program once or --repeat times, or a
+// train step through the train driver, TrainDriver.h, with the plain step
+// executor) or, for --pipeline, runPipeline (lib/Pipelining/Run, the
+// pipelined step executor under the same driver).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +22,7 @@
 #define PAR_TOOLING_RUNPLAN_H
 
 #include "par/Tooling/RunOptions.h"
+#include "par/Runtime/par_runtime.h"
 
 #include <cstdint>
 #include <string>
@@ -60,8 +63,12 @@ struct RunPlan {
 /// checkpoint); fatal, with the reason, when they do not fit.
 RunPlan planRun(const RunOptions &o);
 
-/// par-run's body (see above); returns the process's exit status.
-int runJob(const RunPlan &plan, int argc, char **argv);
+/// What a rank runs once the runtime has started.
+using RankBody = int (*)(par_rt_context_t *ctx, const RunPlan &plan);
+
+/// par-run's body (see above): `body` in each rank; returns the process's
+/// exit status.
+int runJob(const RunPlan &plan, int argc, char **argv, RankBody body);
 
 } // namespace par::tooling
 

@@ -7,7 +7,7 @@
 // decisions, checkpoint cadence, and the order of what comes after
 // (reports, saved weights, results, verification, sampling); a
 // StepExecutor owns the state and knows how to run one step on it.
-// RunModule.cpp implements the plain executor, PipelineExecutor.cpp the
+// RunModule.cpp implements the plain executor, lib/Pipelining/Run the
 // pipelined one.
 //
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,8 @@
 //===- TrainState.h - What a checkpoint of a train run holds ----*- C++ -*-===//
 //
-// The train state of a run, as checkpoint tensors (Checkpoint.h): every
-// fed-back argument of the train step (parameters, optimizer state, the
+// The keys of a run's train state in checkpoints (Checkpoint.h; where
+// each tensor lives is StateLayout.h): every fed-back argument of the
+// train step (parameters, optimizer state, the
 // step counter, loss-scale state, compression state), keyed by the
 // unpipelined step's argument index, so that a pipelined run's stage
 // updates and a plain step on any mesh name each tensor alike. Gradient
@@ -31,11 +32,6 @@ namespace par::tooling {
 /// is `ownerAxis`). Fatal for a partial-sum tensor.
 bool writesBlock(const Function &f, const Tensor &t, int64_t rank,
                  int64_t ownerAxis);
-
-/// The state tensors of a plain train step `f` held in `args`.
-std::vector<CheckpointTensor> stepState(const Function &f,
-                                        std::vector<Buffer> &args,
-                                        int64_t rank);
 
 /// The key of each input of stage update `u` that is state (its
 /// parameters and optimizer/loss-scale/compression state; "" for its

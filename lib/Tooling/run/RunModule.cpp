@@ -14,6 +14,7 @@
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Faults.h"
 #include "par/Tooling/Npy.h"
+#include "par/Tooling/StateLayout.h"
 #include "par/Tooling/TrainDriver.h"
 #include "par/Tooling/Traffic.h"
 #include "par/Tooling/TrainState.h"
@@ -79,6 +80,7 @@ private:
   /// gathering them is collective).
   bool wantsResults() const { return o.verify || !o.outputDir.empty(); }
   void loadInputs();
+  StateLayout stateLayout();
   void readGivenInputs();
   void loadGivenWeights();
   void repeat();
@@ -157,24 +159,39 @@ void ModuleRun::loadInputs() {
   batches(1, locals);
 }
 
+/// The state as the train driver's tools see it (StateLayout.h): every
+/// rank holds its block of each named input (the parameters: weights) and
+/// fed-back argument (the state a checkpoint holds), in `locals`.
+StateLayout ModuleRun::stateLayout() {
+  StateLayout l;
+  l.rank = rank;
+  l.axes = int64_t(f.axisSizes.size());
+  std::vector<bool> fed(f.inputs.size(), false);
+  for (auto [r, a] : f.feedback)
+    fed[a] = true;
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    const Tensor &t = f.inputs[i];
+    if (!fed[i] && t.name.empty())
+      continue;
+    StateSlot s;
+    s.fn = &f;
+    s.input = i;
+    s.parameter = !t.name.empty();
+    s.layoutBound = t.compressionState();
+    s.global = s.layoutBound ? -1 : int64_t(i);
+    if (fed[i])
+      s.key = "arg" + std::to_string(i);
+    s.host = &locals[i];
+    l.slots.push_back(s);
+  }
+  return l;
+}
+
 /// --save-weights: the named inputs after the run (after training: the
 /// trained parameters) gathered to rank 0, which writes them.
 void ModuleRun::saveWeights() {
-  if (o.saveWeights.empty())
-    return;
-  std::vector<size_t> named;
-  for (size_t i = 0; i < f.inputs.size(); ++i)
-    if (!f.inputs[i].name.empty())
-      named.push_back(i);
-  std::vector<Buffer> trained; // global, on rank 0
-  for (size_t i : named)
-    trained.push_back(f.gather(PAR_INPUT, i, locals[i].data()));
-  if (rank != 0)
-    return;
-  std::vector<NamedValue> values;
-  for (size_t k = 0; k < named.size(); ++k)
-    values.push_back({&f.inputs[named[k]], &trained[k]});
-  ::par::tooling::saveWeights(o.saveWeights, f.name, values);
+  if (!o.saveWeights.empty())
+    saveNamedWeights(stateLayout(), o.saveWeights, f.name);
 }
 
 void ModuleRun::prepare() {
@@ -189,32 +206,15 @@ void ModuleRun::prepare() {
 /// --resume: the train state from the checkpoint, each rank its blocks
 /// (assembled from the shards by global index, whatever mesh saved them).
 void ModuleRun::resume() {
-  CheckpointReader reader(o.resume);
-  CheckpointMeta here = runMeta(f, plan, "plain", 0);
-  bool same = reader.sameLayout(here);
-  std::set<std::string> keys;
-  int64_t reset = 0;
-  for (const CheckpointTensor &t : stepState(f, locals, rank)) {
-    if (!t.layoutBound)
-      keys.insert(t.key);
-    else if (!same) {
-      ++reset;
-      continue;
-    }
-    reader.load(t, rank);
-  }
-  reader.finish(ctx, keys);
-  if (rank == 0)
-    reader.reportResumed(reset);
+  resumeState(ctx, o.resume, runMeta(f, plan, "plain", 0), stateLayout());
 }
 
 /// --checkpoint: the train state after `step` (the arguments the next
 /// step runs with, on the host).
 void ModuleRun::saveCheckpoint(int64_t step) {
   stepper->syncArguments();
-  ::par::tooling::saveCheckpoint(ctx, o.checkpoint,
-                                 runMeta(f, plan, "plain", step),
-                                 stepState(f, locals, rank));
+  saveStateCheckpoint(ctx, o.checkpoint, runMeta(f, plan, "plain", step),
+                      stateLayout());
 }
 
 LossScaling ModuleRun::lossScaling() const {

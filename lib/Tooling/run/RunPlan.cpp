@@ -6,7 +6,6 @@
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Function.h"
 #include "par/Tooling/Launcher.h"
-#include "par/Tooling/PipelineExecutor.h"
 #include "par/Tooling/RunModule.h"
 #include "par/Tooling/TrainState.h"
 
@@ -185,7 +184,7 @@ RunPlan planRun(const RunOptions &o) {
   return p;
 }
 
-int runJob(const RunPlan &plan, int argc, char **argv) {
+int runJob(const RunPlan &plan, int argc, char **argv, RankBody body) {
   const RunOptions &o = plan.options;
   exportRunEnvironment(o);
   bool hostsGiven = !o.hostfile.empty() || !o.hosts.empty();
@@ -206,8 +205,7 @@ int runJob(const RunPlan &plan, int argc, char **argv) {
     printf("%s: BLAS: %s; %d thread%s a rank (loops and GEMMs)\n",
            toolName().c_str(), par_rt_blas_kernels(), par_rt_threads(),
            par_rt_threads() == 1 ? "" : "s");
-  int status =
-      o.pipeline ? runPipeline(ctx, plan) : runModule(ctx, plan);
+  int status = body(ctx, plan);
   fflush(stdout);
   par_rt_barrier(ctx);
   par_rt_context_destroy(ctx);

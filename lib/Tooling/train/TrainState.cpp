@@ -27,27 +27,6 @@ bool writesBlock(const Function &f, const Tensor &t, int64_t rank,
   return true;
 }
 
-std::vector<CheckpointTensor> stepState(const Function &f,
-                                        std::vector<Buffer> &args,
-                                        int64_t rank) {
-  std::vector<CheckpointTensor> out;
-  std::vector<bool> seen(f.inputs.size(), false);
-  for (auto [r, a] : f.feedback) {
-    if (seen[a])
-      continue;
-    seen[a] = true;
-    CheckpointTensor t;
-    t.key = "arg" + std::to_string(a);
-    t.fn = &f;
-    t.input = a;
-    t.layoutBound = f.inputs[a].compressionState();
-    t.writer = writesBlock(f, f.inputs[a], rank, -1);
-    t.host = &args[a];
-    out.push_back(t);
-  }
-  return out;
-}
-
 std::vector<std::string> stageStateKeys(const Function &step,
                                         const Function &grad,
                                         const Function &u,

@@ -1321,7 +1321,7 @@ module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<
 
 // -----
 
-// Tests that the schedule is one lib/Schedule knows.
+// Tests that the schedule is one lib/Pipelining/Schedule knows.
 // expected-error @+1 {{unknown schedule 'zb' (expected gpipe, 1f1b, interleaved, zbh1 or zbv)}}
 module attributes {par.pipeline = #par.pipeline<func = @f, stages = [#par.stage<forward = @f, loss = @f>],
     schedule = "zb", axis = "pp", micro_batches = 1, programs = [#par.program<[fwd(mb=0, s=0), bwd(mb=0, s=0)]>]>} {

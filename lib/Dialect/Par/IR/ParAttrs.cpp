@@ -2,7 +2,7 @@
 //
 // The generated attribute classes, and the pipeline's typed contract:
 // #par.stage (a stage's functions by symbol), #par.program (a rank's
-// actions) and #par.pipeline, whose verifier is lib/Schedule's deadlock
+// actions) and #par.pipeline, whose verifier is lib/Pipelining/Schedule's deadlock
 // proof; #par.sharding's custom syntax and #par.init's checks.
 //
 //===----------------------------------------------------------------------===//
@@ -357,7 +357,7 @@ static pl::Programs programsOf(ArrayRef<ProgramAttr> programs) {
   return out;
 }
 
-/// lib/Schedule's proof over the programs; its error sentences.
+/// lib/Pipelining/Schedule's proof over the programs; its error sentences.
 static std::vector<std::string> proofErrors(size_t numStages,
                                             StringAttr schedule, int64_t m,
                                             ArrayRef<ProgramAttr> programs) {

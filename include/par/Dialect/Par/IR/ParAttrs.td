@@ -274,7 +274,7 @@ def Par_StageAttr : AttrDef<Par_Dialect, "Stage"> {
   }];
 }
 
-// A rank's pipeline actions, `[a, b, ...]`; see lib/Schedule
+// A rank's pipeline actions, `[a, b, ...]`; see lib/Pipelining/Schedule
 // (`::par::pipeline::Action`).
 def Par_PipelineActionParameter
     : ArrayRefParameter<"::par::pipeline::Action", "pipeline actions"> {
@@ -291,7 +291,7 @@ def Par_ProgramAttr : AttrDef<Par_Dialect, "Program"> {
     halves) of a (micro-batch `mb`, stage `s`), and the blocking transfers
     `send_act`/`recv_act` (stage `s`'s input activation) and
     `send_grad`/`recv_grad` (its gradient) with the other rank (`to` or
-    `from`). lib/Schedule's `Action`, typed.
+    `from`). lib/Pipelining/Schedule's `Action`, typed.
 
     ```mlir
     #par.program<[fwd(mb=0, s=0), send_act(mb=0, s=1, to=1),
@@ -329,7 +329,7 @@ def Par_PipelineAttr : AttrDef<Par_Dialect, "Pipeline"> {
 
     The verifier is the deadlock proof: with p programs and S stages
     (S = p x v), it simulates the programs under blocking send/recv
-    (lib/Schedule's verifier, as par-verify-pipeline runs it): every
+    (lib/Pipelining/Schedule's verifier, as par-verify-pipeline runs it): every
     forward and backward of every (micro-batch, stage) present once on the
     stage's rank, every send meeting the matching receive, in order, and no
     rank waiting forever. `zbh1` and `zbv` run the split backward (`bi`,
@@ -358,7 +358,7 @@ def Par_PipelineAttr : AttrDef<Par_Dialect, "Pipeline"> {
     /// per rank, the backward split for zbh1 and zbv, the V placement for
     /// zbv.
     ::par::pipeline::PipelineShape getShape() const;
-    /// The stored programs in lib/Schedule's form (index = rank).
+    /// The stored programs in lib/Pipelining/Schedule's form (index = rank).
     ::par::pipeline::Programs getSchedulePrograms() const;
     /// The same attribute with the schedule's fields set.
     PipelineAttr withSchedule(::mlir::FlatSymbolRefAttr step,

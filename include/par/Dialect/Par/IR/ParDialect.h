@@ -14,7 +14,7 @@
 
 #include "par/Dialect/Par/IR/ParDialect.h.inc"
 #include "par/Dialect/Par/IR/ParEnums.h"
-#include "par/Schedule/Schedule.h"
+#include "par/Pipelining/Schedule.h"
 
 #include "llvm/ADT/Hashing.h"
 
@@ -86,7 +86,7 @@ Value createFloatCast(OpBuilder &b, Location loc, Value v, Type elt);
 FunctionOpInterface getLinkedFunction(Operation *fn, StringRef linkName);
 
 /// The errors of proving `pipeline`'s programs complete and deadlock-free
-/// under blocking send/recv (lib/Schedule's verifier); empty when they are,
+/// under blocking send/recv (lib/Pipelining/Schedule's verifier); empty when they are,
 /// or when there are none.
 std::vector<std::string> verifyPipelinePrograms(PipelineAttr pipeline);
 

@@ -1,6 +1,6 @@
 //===- ScheduleDetail.h - What the schedule core's files share -*- C++ -*-===//
 //
-// Private to lib/Schedule (MLIR's TypeDetail.h habit): names of actions and
+// Private to lib/Pipelining/Schedule (MLIR's TypeDetail.h habit): names of actions and
 // tensors for messages, the cost of an action, the dense (micro-batch, stage)
 // index and the shape checks that configurations, parsed program files and
 // the verifier share. Not installed, not part of Schedule.h's API.
@@ -10,7 +10,7 @@
 #ifndef PAR_LIB_SCHEDULE_SCHEDULEDETAIL_H
 #define PAR_LIB_SCHEDULE_SCHEDULEDETAIL_H
 
-#include "par/Schedule/Schedule.h"
+#include "par/Pipelining/Schedule.h"
 
 #include <algorithm>
 #include <vector>

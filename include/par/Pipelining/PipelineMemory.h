@@ -23,10 +23,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_TOOLING_PIPELINEMEMORY_H
-#define PAR_TOOLING_PIPELINEMEMORY_H
+#ifndef PAR_PIPELINING_PIPELINEMEMORY_H
+#define PAR_PIPELINING_PIPELINEMEMORY_H
 
-#include "par/Schedule/Schedule.h"
+#include "par/Pipelining/Schedule.h"
 #include "par/Tooling/Diagnostics.h"
 #include "par/Tooling/Function.h"
 
@@ -311,4 +311,4 @@ predictPipelineMemory(const std::vector<PipelineStageFunctions> &stages,
 
 } // namespace par::tooling
 
-#endif // PAR_TOOLING_PIPELINEMEMORY_H
+#endif // PAR_PIPELINING_PIPELINEMEMORY_H

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Schedule/Schedule.h"
+#include "par/Pipelining/Schedule.h"
 #include "ScheduleDetail.h"
 
 #include <algorithm>

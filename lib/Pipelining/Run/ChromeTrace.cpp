@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Tooling/ChromeTrace.h"
+#include "par/Pipelining/ChromeTrace.h"
 
 #include "par/Tooling/Diagnostics.h"
 

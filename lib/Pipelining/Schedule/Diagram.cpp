@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Schedule/Schedule.h"
+#include "par/Pipelining/Schedule.h"
 
 #include <algorithm>
 #include <cmath>

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Tooling/PipelineMemory.h"
+#include "par/Pipelining/PipelineMemory.h"
 
 #include "par/Runtime/par_session.h"
 

@@ -2,7 +2,7 @@
 //
 // The programs par-pipeline-schedule stores are deadlock-free by
 // construction, and #par.pipeline's verifier proves it again whenever the
-// attribute is parsed. This pass runs the same proof (lib/Schedule's
+// attribute is parsed. This pass runs the same proof (lib/Pipelining/Schedule's
 // simulation under blocking send/recv) on the module's pipeline as it is,
 // for IR built in memory and as the stage's stated contract.
 //

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_TOOLING_CHROMETRACE_H
-#define PAR_TOOLING_CHROMETRACE_H
+#ifndef PAR_PIPELINING_CHROMETRACE_H
+#define PAR_PIPELINING_CHROMETRACE_H
 
 #include "par/Runtime/par_runtime.h"
 
@@ -46,4 +46,4 @@ void writeChromeTrace(par_rt_context_t *ctx, const TraceRecorder &trace,
 
 } // namespace par::tooling
 
-#endif // PAR_TOOLING_CHROMETRACE_H
+#endif // PAR_PIPELINING_CHROMETRACE_H

@@ -8,14 +8,16 @@
 // Each rank keeps the parameters and optimizer state of its own stages
 // only, interprets its actions as they are listed (transfers over the
 // pipeline axis with the runtime's send/recv), sums each parameter
-// gradient over the micro-batches and then applies its stages' updates. A
-// backward recomputes its stage's forward from the stashed stage input, so
-// what a stage holds per micro-batch in flight is its input activation.
+// gradient over the micro-batches and then applies its stages' updates.
+// A forward keeps the residuals its backward reads (par-pipeline-stash, the
+// default); under stash=false a backward recomputes its stage's forward
+// from the kept stage input instead. lib/Pipelining/Run implements it
+// (PipelineRun.h says how its files divide the work).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_TOOLING_PIPELINEEXECUTOR_H
-#define PAR_TOOLING_PIPELINEEXECUTOR_H
+#ifndef PAR_PIPELINING_PIPELINEEXECUTOR_H
+#define PAR_PIPELINING_PIPELINEEXECUTOR_H
 
 #include "par/Tooling/RunPlan.h"
 #include "par/Runtime/par_runtime.h"
@@ -32,4 +34,4 @@ int runPipeline(par_rt_context_t *ctx, const RunPlan &plan);
 
 } // namespace par::tooling
 
-#endif // PAR_TOOLING_PIPELINEEXECUTOR_H
+#endif // PAR_PIPELINING_PIPELINEEXECUTOR_H

@@ -14,7 +14,7 @@
 // Thread safety: every function is pure over its arguments; calls on
 // distinct objects may run concurrently.
 //
-// lib/Schedule implements it one concern per file: Names.cpp (kinds,
+// lib/Pipelining/Schedule implements it one concern per file: Names.cpp (kinds,
 // actions and numbers as text), Config.cpp (validateConfig),
 // ComputeOrders.cpp (one order per schedule kind), Timetable.cpp
 // (simulateTimetable, buildTimetable), Programs.cpp (derivePrograms,
@@ -24,8 +24,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_SCHEDULE_SCHEDULE_H
-#define PAR_SCHEDULE_SCHEDULE_H
+#ifndef PAR_PIPELINING_SCHEDULE_H
+#define PAR_PIPELINING_SCHEDULE_H
 
 #include <cstdint>
 #include <functional>
@@ -295,4 +295,4 @@ std::string renderDiagram(const Timetable &timetable);
 } // namespace pipeline
 } // namespace par
 
-#endif // PAR_SCHEDULE_SCHEDULE_H
+#endif // PAR_PIPELINING_SCHEDULE_H

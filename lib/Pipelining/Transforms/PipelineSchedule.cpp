@@ -1,6 +1,6 @@
 //===- PipelineSchedule.cpp - par-pipeline-schedule -----------------------===//
 //
-// One global timetable (lib/Schedule) gives every pipeline rank its ordered
+// One global timetable (lib/Pipelining/Schedule) gives every pipeline rank its ordered
 // actions: forwards and backwards of (micro-batch, stage) and the transfers
 // between ranks, in one global event order, which is what makes them
 // deadlock-free under blocking send/recv. They are verified and stored in
