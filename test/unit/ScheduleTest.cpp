@@ -107,6 +107,74 @@ TEST(Schedule, VerifierRefusesAMissingCompute) {
   EXPECT_FALSE(verifyPrograms(t.shape, programs, Costs()).ok);
 }
 
+// par-run's CPU runtime: sends never block, so each receive moves down to
+// its reader. ZB-H1 at p=2: rank 0's stored program receives grad(mb) before
+// F(mb+1) (the planned arrival); sunk, after it, before BI(mb).
+TEST(Schedule, SunkReceivesWaitAtTheirReaders) {
+  ScheduleConfig config;
+  config.kind = ScheduleKind::ZBH1;
+  config.shape.p = 2;
+  config.shape.m = 8;
+  Timetable t;
+  std::string error;
+  ASSERT_TRUE(buildTimetable(config, t, error)) << error;
+  validateConfig(config); // sets splitBackward
+  Programs programs = derivePrograms(t);
+  Programs sunk = sinkReceives(programs);
+  EXPECT_EQ(computeOnly(sunk), computeOnly(programs));
+  VerifyResult r =
+      verifyPrograms(config.shape, sunk, Costs(), Transfers::Buffered);
+  EXPECT_TRUE(r.ok) << (r.errors.empty() ? "" : r.errors.front());
+  // Under rendezvous the sunk programs deadlock (why the stored ones are
+  // not sunk).
+  EXPECT_FALSE(verifyPrograms(config.shape, sunk, Costs()).ok);
+  // How many of rank 0's gradient receives come right before their BI.
+  auto atReader = [](const std::vector<Action> &r0) {
+    int n = 0;
+    for (size_t i = 0; i + 1 < r0.size(); ++i)
+      n += r0[i].op == Op::RecvGrad && r0[i + 1].op == Op::BI &&
+           r0[i + 1].mb == r0[i].mb;
+    return n;
+  };
+  EXPECT_EQ(atReader(sunk[0]), 8);
+  EXPECT_LT(atReader(programs[0]), 8);
+}
+
+// A channel delivers in the order sent: receives keep that order when sunk,
+// and the buffered verifier refuses one out of it.
+TEST(Schedule, SunkReceivesKeepTheirChannelsOrder) {
+  PipelineShape shape;
+  Programs programs;
+  std::string error;
+  // Rank 1 runs F(1) before F(0): sinking each receive to its reader alone
+  // would receive act(1) first.
+  ASSERT_TRUE(parsePrograms(
+      "pipeline p=2 m=2\n"
+      "rank 0: F(mb=0,s=0) send-act(mb=0,s=1,to=1) F(mb=1,s=0) "
+      "send-act(mb=1,s=1,to=1) recv-grad(mb=0,s=1,from=1) B(mb=0,s=0) "
+      "recv-grad(mb=1,s=1,from=1) B(mb=1,s=0)\n"
+      "rank 1: recv-act(mb=0,s=1,from=0) recv-act(mb=1,s=1,from=0) "
+      "F(mb=1,s=1) F(mb=0,s=1) B(mb=0,s=1) send-grad(mb=0,s=1,to=0) "
+      "B(mb=1,s=1) send-grad(mb=1,s=1,to=0)\n",
+      "t", shape, programs, error))
+      << error;
+  Programs sunk = sinkReceives(programs);
+  EXPECT_TRUE(
+      verifyPrograms(shape, sunk, Costs(), Transfers::Buffered).ok);
+  const std::vector<Action> &r1 = sunk[1];
+  ASSERT_GE(r1.size(), 3u);
+  EXPECT_EQ(formatAction(r1[0]), "recv-act(mb=0,s=1,from=0)");
+  EXPECT_EQ(formatAction(r1[1]), "recv-act(mb=1,s=1,from=0)");
+  // Out of order: refused, naming the channel's order.
+  std::swap(programs[1][0], programs[1][1]);
+  VerifyResult r =
+      verifyPrograms(shape, programs, Costs(), Transfers::Buffered);
+  EXPECT_FALSE(r.ok);
+  ASSERT_FALSE(r.errors.empty());
+  EXPECT_NE(r.errors.front().find("in the order sent"), std::string::npos)
+      << r.errors.front();
+}
+
 TEST(Schedule, ValidateConfigNamesTheProblem) {
   ScheduleConfig config;
   config.kind = ScheduleKind::Interleaved;

@@ -7,7 +7,9 @@
 // hands both over, and the interpreter finds every function by its role.
 // Each rank keeps the parameters and optimizer state of its own stages
 // only, interprets its actions as they are listed (transfers over the
-// pipeline axis with the runtime's send/recv), sums each parameter
+// pipeline axis with the runtime's send/recv; a CPU program's sends never
+// block, so with one stage per rank its receives move to just before
+// their readers, sinkReceives in Schedule.h), sums each parameter
 // gradient over the micro-batches and then applies its stages' updates.
 // A forward keeps the residuals its backward reads (par-pipeline-stash, the
 // default); under stash=false a backward recomputes its stage's forward

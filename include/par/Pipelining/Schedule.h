@@ -203,6 +203,15 @@ Programs derivePrograms(const Timetable &timetable);
 /// The compute actions of `programs`, in order (transfers dropped).
 Programs computeOnly(const Programs &programs);
 
+/// `programs` with every receive moved down to just before the compute that
+/// reads its tensor, the receives of one channel (peer and kind: act or
+/// grad) kept in their order. For a runtime whose sends never block
+/// (Transfers::Buffered): a receive placed at its tensor's planned arrival
+/// blocks the computes listed after it when the tensor comes later than
+/// planned (real costs are not the timetable's), although they do not read
+/// it. Under rendezvous send/recv the result may deadlock.
+Programs sinkReceives(const Programs &programs);
+
 //===----------------------------------------------------------------------===//
 // Metrics and reference formulas
 //===----------------------------------------------------------------------===//
@@ -250,13 +259,20 @@ Expected expectedFigures(const ScheduleConfig &config);
 // Verification
 //===----------------------------------------------------------------------===//
 
+/// What a send waits for. Rendezvous: the matching receive (MPI_Ssend;
+/// NCCL's send on a stream). Buffered: nothing (MPI_Isend completed at the
+/// end of the step, par-run's CPU runtime); a receive takes the next
+/// message of its channel, in the order they were sent.
+enum class Transfers { Rendezvous, Buffered };
+
 struct VerifyResult {
   bool ok = false;
   /// Each a full sentence ("deadlock: rank 1 waits in ...").
   std::vector<std::string> errors;
   /// Transfers matched by the simulation.
   unsigned transfers = 0;
-  /// Makespan of the programs under blocking send/recv, when ok.
+  /// Makespan of the programs under the transfers verified (blocking
+  /// send/recv by default), when ok.
   double blockingMakespan = 0;
 };
 
@@ -266,9 +282,12 @@ struct VerifyResult {
 /// peer's next recv from this rank (same kind, micro-batch and stage, in
 /// order). Reports missing/duplicate computes, misplaced actions, unmatched
 /// or mismatched transfers, uses before definition and deadlocks naming the
-/// blocked ranks and actions.
+/// blocked ranks and actions. Under Transfers::Buffered a send completes at
+/// once and a receive waits for the next message of its channel, which must
+/// be its tensor.
 VerifyResult verifyPrograms(const PipelineShape &shape,
-                            const Programs &programs, const Costs &costs);
+                            const Programs &programs, const Costs &costs,
+                            Transfers transfers = Transfers::Rendezvous);
 
 //===----------------------------------------------------------------------===//
 // Text formats

@@ -2,13 +2,15 @@
 //
 // The transfers added to the timetable's compute orders, in one global
 // order of events for all ranks (what makes the programs deadlock-free under
-// rendezvous send/recv), and back to compute orders.
+// rendezvous send/recv), back to compute orders, and the receives sunk to
+// their readers for a runtime whose sends do not block.
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/Pipelining/Schedule.h"
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 namespace par {
@@ -74,6 +76,58 @@ Programs computeOnly(const Programs &programs) {
       if (a.isCompute())
         orders[r].push_back(a);
   return orders;
+}
+
+Programs sinkReceives(const Programs &programs) {
+  Programs out(programs.size());
+  for (size_t r = 0; r < programs.size(); ++r) {
+    const std::vector<Action> &prog = programs[r];
+    size_t n = prog.size();
+    // Where each receive goes: before the first later compute that reads
+    // its tensor (F(mb, s) reads act(mb, s); B or BI (mb, s-1) reads
+    // grad(mb, s)), or at the end; never past the next receive of its
+    // channel (so the messages of a channel keep their order).
+    std::vector<size_t> target(n, n);
+    auto reads = [](const Action &c, const Action &recv) {
+      if (recv.op == Op::RecvAct)
+        return c.op == Op::F && c.mb == recv.mb && c.stage == recv.stage;
+      return (c.op == Op::B || c.op == Op::BI) && c.mb == recv.mb &&
+             c.stage + 1 == recv.stage;
+    };
+    for (size_t i = 0; i < n; ++i) {
+      if (!prog[i].isRecv())
+        continue;
+      for (size_t j = i + 1; j < n; ++j)
+        if (prog[j].isCompute() && reads(prog[j], prog[i])) {
+          target[i] = j;
+          break;
+        }
+    }
+    // Later receives of a channel bound the earlier ones (walk backwards).
+    std::map<std::pair<int, bool>, size_t> bound; // (peer, act) -> target
+    for (size_t i = n; i-- > 0;) {
+      if (!prog[i].isRecv())
+        continue;
+      auto key = std::make_pair(prog[i].peer, prog[i].op == Op::RecvAct);
+      auto it = bound.find(key);
+      if (it != bound.end())
+        target[i] = std::min(target[i], it->second);
+      bound[key] = target[i];
+    }
+    // Every action but the receives in order, each receive before its
+    // target (those of one target in their order).
+    std::vector<std::vector<size_t>> before(n + 1);
+    for (size_t i = 0; i < n; ++i)
+      if (prog[i].isRecv())
+        before[target[i]].push_back(i);
+    for (size_t j = 0; j <= n; ++j) {
+      for (size_t i : before[j])
+        out[r].push_back(prog[i]);
+      if (j < n && !prog[j].isRecv())
+        out[r].push_back(prog[j]);
+    }
+  }
+  return out;
 }
 
 } // namespace pipeline

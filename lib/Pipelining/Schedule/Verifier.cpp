@@ -1,8 +1,9 @@
 //===- Verifier.cpp - The deadlock verifier of per-rank programs ----------===//
 //
 // Proves per-rank programs complete, well-formed and free of deadlock under
-// blocking (rendezvous) send/recv by simulating the ranks, and names what is
-// wrong otherwise (verifyPrograms).
+// blocking (rendezvous) send/recv, or under sends that never block
+// (buffered), by simulating the ranks, and names what is wrong otherwise
+// (verifyPrograms).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,9 @@
 #include "ScheduleDetail.h"
 
 #include <algorithm>
+#include <deque>
+#include <map>
+#include <tuple>
 
 namespace par {
 namespace pipeline {
@@ -35,8 +39,8 @@ Route routeOf(const PipelineShape &shape, Op op, int stage) {
 class Verifier {
 public:
   Verifier(const PipelineShape &shape, const Programs &programs,
-           const Costs &costs)
-      : shape(shape), programs(programs), costs(costs),
+           const Costs &costs, Transfers transfers)
+      : shape(shape), programs(programs), costs(costs), transfers(transfers),
         S(shape.numStages()), idx{shape.numStages()} {}
 
   VerifyResult run() {
@@ -246,8 +250,8 @@ private:
     }
   }
 
-  /// Runs the ranks with blocking send/recv; a send and a recv complete
-  /// together once both ranks have reached them.
+  /// Runs the ranks with blocking send/recv (a send and a recv complete
+  /// together once both ranks have reached them) or buffered sends.
   void simulate() {
     size_t n = static_cast<size_t>(shape.m) * S;
     doneF.assign(n, 0);
@@ -269,6 +273,13 @@ private:
             checkInputs(r, *a);
             markDone(*a);
             clock[r] += costOf(costs, a->op);
+            ++pos[r];
+            progress = true;
+            continue;
+          }
+          if (transfers == Transfers::Buffered) {
+            if (!buffered(r, *a, clock))
+              break; // r waits for the message
             ++pos[r];
             progress = true;
             continue;
@@ -300,6 +311,8 @@ private:
         }
       }
     }
+    if (mismatched)
+      return;
     std::vector<int> blocked;
     for (int r = 0; r < p; ++r)
       if (next(r))
@@ -309,6 +322,41 @@ private:
       return;
     }
     reportDeadlock(blocked, pos);
+  }
+
+  /// A transfer under Transfers::Buffered: a send leaves its message in
+  /// its channel (sender, receiver, kind) and completes; a receive takes
+  /// the channel's next message, which must be its tensor, at the later of
+  /// its rank's clock and the message's arrival. False: r must wait (no
+  /// message yet, or a mismatch, reported).
+  bool buffered(int r, const Action &a, std::vector<double> &clock) {
+    bool act = isActTransfer(a.op);
+    if (a.isSend()) {
+      checkInputs(r, a);
+      channels[{r, a.peer, act}].push_back(
+          {a.mb, a.stage, clock[r] + costs.comm});
+      return true;
+    }
+    std::deque<Message> &queue = channels[{a.peer, r, act}];
+    if (queue.empty())
+      return false;
+    const Message &msg = queue.front();
+    if (msg.mb != a.mb || msg.stage != a.stage) {
+      Op sent = act ? Op::SendAct : Op::SendGrad;
+      if (!mismatched)
+        error("mismatched transfer: rank " + std::to_string(a.peer) +
+              " sends " + tensorRef(sent, msg.mb, msg.stage) + " to rank " +
+              std::to_string(r) + " first, but rank " + std::to_string(r) +
+              " waits in " + describeAction(a) +
+              " (one channel delivers in the order sent)");
+      mismatched = true;
+      return false;
+    }
+    markDone(a);
+    clock[r] = std::max(clock[r], msg.arrival);
+    queue.pop_front();
+    ++result.transfers;
+    return true;
   }
 
   /// Follows the wait-for edges from the first blocked rank to a cycle and
@@ -356,24 +404,34 @@ private:
   const PipelineShape &shape;
   const Programs &programs;
   const Costs &costs;
+  const Transfers transfers;
   const int S;
   const Index idx;
   std::vector<int> counts;
   std::vector<char> doneF, doneG, gotAct, gotGrad;
+  // Transfers::Buffered: the messages sent and not yet received, by
+  // (sender, receiver, act).
+  struct Message {
+    int mb, stage;
+    double arrival;
+  };
+  std::map<std::tuple<int, int, bool>, std::deque<Message>> channels;
+  bool mismatched = false;
   VerifyResult result;
 };
 
 } // namespace
 
 VerifyResult verifyPrograms(const PipelineShape &shape,
-                            const Programs &programs, const Costs &costs) {
+                            const Programs &programs, const Costs &costs,
+                            Transfers transfers) {
   std::string error = validateShape(shape);
   if (!error.empty()) {
     VerifyResult result;
     result.errors.push_back(error);
     return result;
   }
-  return Verifier(shape, programs, costs).run();
+  return Verifier(shape, programs, costs, transfers).run();
 }
 
 } // namespace pipeline
