@@ -31,6 +31,21 @@ Buffer gatherSlot(const StateLayout &l, const StateSlot &s) {
   return s.fn->gather(PAR_INPUT, s.input, local.data(), source.data());
 }
 
+/// `s` as the checkpoint sees it, its block at `host`; `rank` writes it
+/// when it holds the copy that is read and is its blocks' first replica.
+CheckpointTensor checkpointTensor(const StateSlot &s, int64_t rank,
+                                  Buffer *host) {
+  CheckpointTensor t;
+  t.key = s.key;
+  t.fn = s.fn;
+  t.input = s.input;
+  t.layoutBound = s.layoutBound;
+  t.writer = s.primary && writesBlock(*s.fn, s.tensor(), rank, s.holderAxis);
+  t.ownerAxis = s.holderAxis;
+  t.host = host;
+  return t;
+}
+
 bool selected(const StateSlot &s, StateSelection sel) {
   if (!s.primary || s.global < 0)
     return false;
@@ -75,21 +90,12 @@ void saveStateCheckpoint(par_rt_context_t *ctx, const CheckpointOptions &o,
   for (const StateSlot &s : l.slots) {
     if (s.key.empty() || !s.held())
       continue;
-    CheckpointTensor t;
-    t.key = s.key;
-    t.fn = s.fn;
-    t.input = s.input;
-    t.layoutBound = s.layoutBound;
-    t.writer = s.primary && writesBlock(*s.fn, s.tensor(), l.rank,
-                                        s.holderAxis);
-    t.ownerAxis = s.holderAxis;
-    if (s.host) {
-      t.host = s.host;
-    } else {
+    Buffer *host = s.host;
+    if (!host) {
       copies.push_back(s.device->download());
-      t.host = &copies.back();
+      host = &copies.back();
     }
-    tensors.push_back(t);
+    tensors.push_back(checkpointTensor(s, l.rank, host));
   }
   saveCheckpoint(ctx, o, meta, tensors);
 }
@@ -111,16 +117,11 @@ void resumeState(par_rt_context_t *ctx, const std::string &dir,
       ++reset;
       continue;
     }
-    CheckpointTensor t;
-    t.key = s.key;
-    t.fn = s.fn;
-    t.input = s.input;
-    t.layoutBound = s.layoutBound;
-    t.ownerAxis = s.holderAxis;
     Buffer block;
-    t.host = s.host ? s.host : &block;
     if (!s.host)
       block = zeroBuffer(s.tensor().localBytes());
+    CheckpointTensor t =
+        checkpointTensor(s, l.rank, s.host ? s.host : &block);
     if (reader.load(t, l.rank) && s.device)
       s.device->upload(block);
   }
