@@ -24,7 +24,9 @@ precision (precision=bf16: f32 master weights), 2 steps per run:
     peak (the simulation of the rank's actions over the stage functions'
     plans, PipelineMemory.h) against the measured one, and the stage inputs
     each pipeline rank holds at once against the schedule's formula
-    (RationalePipeline.md: GPipe m, 1F1B min(p - r, m)).
+    (RationalePipeline.md: GPipe m, 1F1B min(p - r, m)); 1F1B m=4 with
+    zero=0, 1 and 3: the stage state per pipeline rank against zero=0's and
+    the formula, and the bytes per step.
 
 Usage: bench/bench_memory.py [--build build] [--quick] [--configs a,b]
                              [--pipelines yes|no|only] [--pp-batch N]
@@ -114,18 +116,19 @@ class Bench:
                  str(tp), "--pp", str(pp), "-o", path])
         return path
 
-    def pipeline(self, schedule, m):
+    def pipeline(self, schedule, m, zero=0):
         """A pipelined GPT (dp=2 x tp=2 x pp=2) trained for --steps: the
-        memory line and every pipeline rank's plan."""
+        memory line and every pipeline rank's plan (with zero > 0 also
+        kept: self.text)."""
         a = self.args
-        out = os.path.join(self.tmp, "pp-%s-m%d" % (schedule, m))
+        out = os.path.join(self.tmp, "pp-%s-m%d-z%d" % (schedule, m, zero))
         run([os.path.join(self.bin, "par-compile"),
              self.model(a.layers, 2, 2, 2, a.pp_batch), "-o", out,
              "--no-reference", "--options=optimizer=adamw lr=0.001 stages=2 "
-             "schedule=%s micro-batches=%d" % (schedule, m)])
-        text = run([os.path.join(self.bin, "par-run"), "-n", "8", out,
-                    "--pipeline", "--data", self.corpus, "--steps",
-                    str(a.steps)])
+             "schedule=%s micro-batches=%d zero=%d" % (schedule, m, zero)])
+        text = self.text = run([os.path.join(self.bin, "par-run"), "-n", "8",
+                                out, "--pipeline", "--data", self.corpus,
+                                "--steps", str(a.steps)])
         line = re.search(r"memory \(rank (\d+)\): predicted ([0-9.]+) MiB, "
                          r"measured peak ([0-9.]+) MiB", text)
         plans = re.findall(r"memory plan of pipeline rank (\d+) \(\w+\): "
@@ -284,6 +287,44 @@ def pipeline_rows(b, args):
     table(rows, ["schedule", "predicted MiB", "measured MiB", "error",
                  "per pipeline rank: plan peak MiB, where, stage inputs "
                  "held at once"])
+    return max(worst, pipeline_zero_rows(b, args))
+
+
+def pipeline_zero_rows(b, args):
+    """1F1B, m=4, with zero=0, 1 and 3: predicted vs measured peak, each
+    pipeline rank's stage state against zero=0's and against the formula
+    (AdamW in f32, per parameter: 4 bytes of weights, 4 of gradient sums,
+    8 of state; the sums stay whole in a pipeline, zero>=1 divides the
+    state by dp, zero=3 the weights too), and the dp bytes per step.
+    Returns the worst predicted-vs-measured error."""
+    worst, rows, dp, m = 0.0, [], 2, 4
+    base = None
+    for zero in (0, 1, 3):
+        try:
+            pred, meas, _ = b.pipeline("1f1b", m, zero)
+        except RuntimeError as e:
+            rows.append(["zero=%d" % zero, "-", "-", "-", "-", "-",
+                         "not run: " + str(e).splitlines()[-1][:60]])
+            continue
+        err = abs(pred - meas) / meas
+        worst = max(worst, err)
+        state = [float(x) for x in re.findall(
+            r"memory plan of pipeline rank \d+ .*?stage state ([0-9.]+) MiB",
+            b.text)]
+        by = re.search(r"bytes per step and rank: (\d+) \(([^)]*)\)", b.text)
+        base = base or state
+        formula = (4.0 / (dp if zero == 3 else 1) + 4 +
+                   8.0 / (dp if zero >= 1 else 1)) / 16
+        rows.append(["zero=%d" % zero, "%.2f" % pred, "%.2f" % meas,
+                     "%.2f%%" % (100 * err),
+                     " / ".join("%.2f" % x for x in state),
+                     " / ".join("%.3f" % (x / y) for x, y in zip(state, base))
+                     + " (formula %.3f)" % formula,
+                     "%s (%s)" % (by.group(1), by.group(2)) if by else "-"])
+    print("\npipelines with ZeRO: 1f1b m=%d, dp=2 x tp=2 x pp=2:" % m)
+    table(rows, ["zero", "predicted MiB", "measured MiB", "error",
+                 "stage state MiB per pp rank", "vs zero=0",
+                 "bytes per step and rank (the largest rank's)"])
     return worst
 
 

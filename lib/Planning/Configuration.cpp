@@ -164,9 +164,6 @@ std::string mlir::par::planning::checkConfiguration(
   if (c.pp * c.v > model.layers)
     return "pp*v = " + str(c.pp * c.v) + " stages for " + str(model.layers) +
            " layers";
-  if (c.zero == 3 && c.pp > 1)
-    return "zero=3 with pp > 1: par compiles ZeRO-3 without pipeline stages "
-           "only (zero=1 or 2 with them)";
   if (c.pp == 1) {
     if (c.v != 1)
       return "v=" + str(c.v) + " needs pp > 1";

@@ -436,14 +436,18 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
       // data-parallel axes; the parameter and its gradient sum as before.
       // Both pinned: a free gradient argument would take the state's split
       // from the constraint, and the backward's sum would not fit it.
-      Attribute stateSharding = sharding;
+      // ZeRO-3: the parameter kept (argument and result) split like its
+      // state; its gradient sum still arrives in the parameter's layout.
+      Attribute stateSharding = sharding, paramSharding = sharding;
       if (layout.isZeROSharded(j)) {
         stateSharding = layout.state[j];
         sharding = layout.param[j];
+        paramSharding = layout.stored(j);
       }
       for (unsigned rep = 0; rep < 2 + K; ++rep) {
         unsigned a = rep * P + j;
-        Attribute sh = rep >= 2 ? stateSharding : sharding;
+        Attribute sh =
+            rep >= 2 ? stateSharding : rep == 0 ? paramSharding : sharding;
         if (sh)
           update.setArgAttr(a, ParDialect::kShardingAttrName, sh);
         if (rep >= 2)
@@ -458,7 +462,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         if (Attribute attr = fn.getArgAttr(p, a))
           update.setArgAttr(j, a, attr);
       for (unsigned rep = 0; rep < 1 + K; ++rep)
-        if (Attribute sh = rep >= 1 ? stateSharding : sharding)
+        if (Attribute sh = rep >= 1 ? stateSharding : paramSharding)
           update.setResultAttr(rep * P + j, ParDialect::kShardingAttrName, sh);
     }
     if (hasStep)
@@ -508,12 +512,6 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
         return failure();
       decisionMesh = *mesh;
     }
-    if (zero == 3)
-      return fn.emitOpError()
-             << "is a pipeline stage: zero=3 (parameters kept split over the "
-                "data-parallel axes and gathered at their uses) is not "
-                "supported with pipeline stages (stages > 0) yet; use zero=1 "
-                "or 2 (the optimizer state split), or zero=0";
     if (clipNorm > 0)
       return fn.emitOpError("clip-norm needs the norm over all stages' "
                             "gradients, which pipelined updates do not "
@@ -530,6 +528,12 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     FailureOr<OptimizerStateLayout> layout =
         planOptimizerState(fn, params, zeroOptions());
     if (failed(layout))
+      return failure();
+    // ZeRO-3: every function of the stage takes the split parameters and
+    // gathers each where it uses it (F and B each gather; the update runs
+    // on the shards and keeps them).
+    if (zero == 3 && failed(gatherStageParameters(fn, stageArgs, params,
+                                                  *layout)))
       return failure();
     std::string name = (fn.getName() + "_update").str();
     if (module.lookupSymbol(name))
@@ -578,6 +582,64 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
           args.slice(scaleArg, 3), lossScale, results);
     }
     func::ReturnOp::create(b, loc, results);
+    return success();
+  }
+
+  /// ZeRO-3 for pipeline stage `fn` (par-pipeline-split's `f_s<k>`, whose
+  /// parameters are the arguments `params`): every function of the stage
+  /// the executor may call with its parameters (the forward, the loss
+  /// scalars and their gradients: B, and ZB-H1's BI and BW) takes them split
+  /// like their state and gathers each at its uses (gatherParametersAtUses;
+  /// par-pipeline-stash later carries each gather into the half that reads
+  /// it). They all take the stage's arguments first, in one order
+  /// (`par.stage_args`), which is checked.
+  LogicalResult gatherStageParameters(func::FuncOp fn,
+                                      DenseI64ArrayAttr stageArgs,
+                                      ArrayRef<unsigned> params,
+                                      const OptimizerStateLayout &layout) {
+    ModuleOp module = getOperation();
+    auto pipe =
+        module->getAttrOfType<PipelineAttr>(ParDialect::kPipelineAttrName);
+    auto k = fn->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName);
+    if (!pipe || !k || k.getInt() < 0 ||
+        k.getInt() >= static_cast<int64_t>(pipe.getStages().size()))
+      return fn.emitOpError("is a pipeline stage the module's #par.pipeline "
+                            "does not list (run par-pipeline-split)");
+    StageAttr stage = pipe.getStages()[k.getInt()];
+    llvm::SetVector<func::FuncOp> fns;
+    for (FlatSymbolRefAttr sym :
+         {stage.getForward(), stage.getLoss(), stage.getInputLoss(),
+          stage.getWeightLoss()}) {
+      auto f = sym ? module.lookupSymbol<func::FuncOp>(sym) : func::FuncOp();
+      if (!f)
+        continue;
+      fns.insert(f);
+      if (auto g = dyn_cast_or_null<func::FuncOp>(
+              getLinkedFunction(f, ParDialect::kGradAttrName).getOperation()))
+        fns.insert(g);
+    }
+    for (func::FuncOp f : fns) {
+      auto args =
+          f->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kStageArgsAttrName);
+      if (args && args != stageArgs)
+        return f.emitOpError()
+               << "takes other arguments than its stage's @" << fn.getName()
+               << " (par.stage_args differ): zero=3 cannot give it the split "
+                  "parameters";
+      for (unsigned p : params)
+        if (p >= f.getNumArguments() ||
+            f.getArgumentTypes()[p] != fn.getArgumentTypes()[p])
+          return f.emitOpError()
+                 << "has no argument #" << p << " of type "
+                 << fn.getArgumentTypes()[p] << " (parameter #" << p
+                 << " of its stage's @" << fn.getName()
+                 << "): zero=3 cannot give it the split parameter";
+      // The pipeline executor calls them; a call in the module would pass
+      // whole parameters.
+      if (failed(checkNoCaller(f, "a pipeline stage function")))
+        return failure();
+      (void)gatherParametersAtUses(f, params, layout);
+    }
     return success();
   }
 
@@ -965,7 +1027,7 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     // step's).
     SmallVector<ParameterGathers> gathers;
     if (zero == 3) {
-      if (failed(checkOnlyCaller(grad)))
+      if (failed(checkNoCaller(grad, "the train step's gradient function")))
         return failure();
       gathers = gatherParametersAtUses(grad, sig.params, *layout);
     }
@@ -996,19 +1058,20 @@ struct OptimizerPass : public mlir::par::impl::OptimizerBase<OptimizerPass> {
     return success();
   }
 
-  /// ZeRO-3 changes the layout of the gradient function's parameters: no
-  /// other function may call it (it would get split parameters it does
-  /// not expect).
-  LogicalResult checkOnlyCaller(func::FuncOp grad) {
+  /// ZeRO-3 changes the layout of `f`'s parameters (`what`: the gradient
+  /// function the train step calls, or a pipeline stage's function): no
+  /// function may call it (it would get split parameters it does not
+  /// expect).
+  LogicalResult checkNoCaller(func::FuncOp f, StringRef what) {
     std::optional<SymbolTable::UseRange> uses =
-        SymbolTable::getSymbolUses(grad, getOperation());
+        SymbolTable::getSymbolUses(f, getOperation());
     if (uses)
       for (const SymbolTable::SymbolUse &use : *uses)
         if (isa<CallOpInterface>(use.getUser()))
           return use.getUser()->emitOpError()
-                 << "calls @" << grad.getName()
-                 << ", whose parameters zero=3 shards over the data-parallel "
-                    "axes: only the train step may call it";
+                 << "calls @" << f.getName() << ", " << what
+                 << " whose parameters zero=3 shards over the data-parallel "
+                    "axes";
     return success();
   }
 };

@@ -213,9 +213,11 @@ void PipelineRun::checkStage(int64_t s) const {
   // What the runner moves between functions by bytes must have one local
   // layout on both sides: each gradient and its sum (the update's
   // argument), the input's gradient and the previous stage's dy.
-  auto same = [&](const Function &a, size_t ai, const Function &b,
-                  size_t bi) {
-    const Tensor &x = a.outputs[ai], &y = b.inputs[bi];
+  // `x` (a's result or argument ai) and b's argument bi.
+  auto sameAs = [&](const Function &a, bool result, size_t ai,
+                    const Function &b, size_t bi) {
+    const Tensor &x = result ? a.outputs[ai] : a.inputs[ai],
+                 &y = b.inputs[bi];
     if (x.sameLayout(y))
       return;
     // e.g. "f32 [48 over tp, 64]".
@@ -231,12 +233,29 @@ void PipelineRun::checkStage(int64_t s) const {
         out += (k ? "," : " partial over ") + a.axisNames[t.partial[k]];
       return out;
     };
-    fatal("manifest: result " + std::to_string(ai) + " of '" + a.name +
+    fatal("manifest: " + std::string(result ? "result " : "argument ") +
+          std::to_string(ai) + " of '" + a.name +
           "' (local " + layout(x) + ") and argument " + std::to_string(bi) +
           " of '" + b.name + "' (local " + layout(y) + ") differ in local "
           "layout (element type, local shape, split or partial axes), but "
           "the runner passes one to the other");
   };
+  auto same = [&](const Function &a, size_t ai, const Function &b,
+                  size_t bi) { sameAs(a, true, ai, b, bi); };
+  // Every function of the stage takes the parameter buffers the update
+  // keeps (zero=3: split like their state).
+  for (size_t j = 0; j < P; ++j) {
+    auto it = std::find(st.fwd.stageArgs.begin(), st.fwd.stageArgs.end(),
+                        st.update.stageArgs[j]);
+    if (it == st.fwd.stageArgs.end())
+      continue; // initStage names it
+    size_t a = it - st.fwd.stageArgs.begin();
+    for (const Function *fn :
+         {&st.fwd, &st.grad, &st.fwdRes, &st.bwd, &st.gradInput,
+          &st.gradWeight, &st.bwdInput, &st.bwdWeight})
+      if (!fn->name.empty() && a < fn->inputs.size())
+        sameAs(st.update, false, j, *fn, a);
+  }
   for (size_t j = 0; j < P; ++j) {
     same(st.backwardFn(), 1 + j, st.update, P + j);
     if (shape.splitBackward)
