@@ -246,9 +246,9 @@ private:
   }
 
   /// act(mb, s) is stage s's input; grad(mb, s) its gradient. A send
-  /// first completes the sends in flight (a blocking send there would
-  /// be safe: the verified programs complete under rendezvous), so one
-  /// buffer at most is in flight.
+  /// first completes the sends in flight, so one buffer at most is in
+  /// flight (the programs par-run runs are verified under this wait:
+  /// Transfers::Buffered, Schedule.h).
   void transfer(const pipeline::Action &a) {
     Key key{a.mb, a.stage};
     bool isAct =

@@ -205,11 +205,15 @@ Programs computeOnly(const Programs &programs);
 
 /// `programs` with every receive moved down to just before the compute that
 /// reads its tensor, the receives of one channel (peer and kind: act or
-/// grad) kept in their order. For a runtime whose sends never block
-/// (Transfers::Buffered): a receive placed at its tensor's planned arrival
-/// blocks the computes listed after it when the tensor comes later than
-/// planned (real costs are not the timetable's), although they do not read
-/// it. Under rendezvous send/recv the result may deadlock.
+/// grad) kept in their order. For a runtime whose sends block less than
+/// rendezvous (Transfers::Buffered): a receive placed at its tensor's
+/// planned arrival blocks the computes listed after it when the tensor
+/// comes later than planned (real costs are not the timetable's), although
+/// they do not read it. The result must be verified: under rendezvous it
+/// may deadlock, and under Transfers::Buffered it completes for one stage
+/// per rank (the sweep checks p, m <= 16) but not for most programs of
+/// several (a send waits for an earlier one whose receive moved behind a
+/// send of the peer's).
 Programs sinkReceives(const Programs &programs);
 
 //===----------------------------------------------------------------------===//
@@ -260,8 +264,10 @@ Expected expectedFigures(const ScheduleConfig &config);
 //===----------------------------------------------------------------------===//
 
 /// What a send waits for. Rendezvous: the matching receive (MPI_Ssend;
-/// NCCL's send on a stream). Buffered: nothing (MPI_Isend completed at the
-/// end of the step, par-run's CPU runtime); a receive takes the next
+/// NCCL's send on a stream). Buffered (par-run's CPU runtime): its rank's
+/// earlier sends taken by their receivers, as par-run completes the sends
+/// in flight before it starts the next (an MPI_Isend past the eager limit
+/// completes only once matched), then nothing; a receive takes the next
 /// message of its channel, in the order they were sent.
 enum class Transfers { Rendezvous, Buffered };
 
@@ -282,9 +288,9 @@ struct VerifyResult {
 /// peer's next recv from this rank (same kind, micro-batch and stage, in
 /// order). Reports missing/duplicate computes, misplaced actions, unmatched
 /// or mismatched transfers, uses before definition and deadlocks naming the
-/// blocked ranks and actions. Under Transfers::Buffered a send completes at
-/// once and a receive waits for the next message of its channel, which must
-/// be its tensor.
+/// blocked ranks and actions. Under Transfers::Buffered a send waits for
+/// its rank's earlier sends to be received, then completes, and a receive
+/// waits for the next message of its channel, which must be its tensor.
 VerifyResult verifyPrograms(const PipelineShape &shape,
                             const Programs &programs, const Costs &costs,
                             Transfers transfers = Transfers::Rendezvous);

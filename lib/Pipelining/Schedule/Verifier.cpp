@@ -261,6 +261,8 @@ private:
     const int p = shape.p;
     std::vector<size_t> pos(p, 0);
     std::vector<double> clock(p, 0);
+    inFlight.assign(p, 0);
+    takenAt.assign(p, 0);
     auto next = [&](int r) -> const Action * {
       return pos[r] < programs[r].size() ? &programs[r][pos[r]] : nullptr;
     };
@@ -324,17 +326,25 @@ private:
     reportDeadlock(blocked, pos);
   }
 
-  /// A transfer under Transfers::Buffered: a send leaves its message in
-  /// its channel (sender, receiver, kind) and completes; a receive takes
-  /// the channel's next message, which must be its tensor, at the later of
-  /// its rank's clock and the message's arrival. False: r must wait (no
-  /// message yet, or a mismatch, reported).
+  /// A transfer under Transfers::Buffered: a send first waits until every
+  /// earlier send of its rank has been taken by its receiver (par-run
+  /// completes the sends in flight before it starts the next, and an
+  /// MPI_Isend past the eager limit completes only once the receive is
+  /// posted), then leaves its message in its channel (sender, receiver,
+  /// kind); a receive takes the channel's next message, which must be its
+  /// tensor, at the later of its rank's clock and the message's arrival.
+  /// False: r must wait (a send still in flight, no message yet, or a
+  /// mismatch, reported).
   bool buffered(int r, const Action &a, std::vector<double> &clock) {
     bool act = isActTransfer(a.op);
     if (a.isSend()) {
+      if (inFlight[r] > 0)
+        return false;
       checkInputs(r, a);
+      clock[r] = std::max(clock[r], takenAt[r]);
       channels[{r, a.peer, act}].push_back(
           {a.mb, a.stage, clock[r] + costs.comm});
+      ++inFlight[r];
       return true;
     }
     std::deque<Message> &queue = channels[{a.peer, r, act}];
@@ -355,6 +365,8 @@ private:
     markDone(a);
     clock[r] = std::max(clock[r], msg.arrival);
     queue.pop_front();
+    --inFlight[a.peer];
+    takenAt[a.peer] = std::max(takenAt[a.peer], clock[r]);
     ++result.transfers;
     return true;
   }
@@ -416,6 +428,9 @@ private:
     double arrival;
   };
   std::map<std::tuple<int, int, bool>, std::deque<Message>> channels;
+  // Per rank: its sends not yet taken, and when the last was taken.
+  std::vector<int> inFlight;
+  std::vector<double> takenAt;
   bool mismatched = false;
   VerifyResult result;
 };
