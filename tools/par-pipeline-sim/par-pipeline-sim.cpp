@@ -426,22 +426,17 @@ int runSchedule(const Options &o) {
   // --buffered: what par-run's CPU runtime runs: the receives at their
   // readers (sinkReceives) where that completes under its sends, else the
   // stored programs, which must.
-  Programs sunk;
   VerifyResult bvr;
   std::string stored; // why the stored order runs ("" if it does not)
   if (o.buffered) {
-    sunk = sinkReceives(programs);
-    bvr = verifyPrograms(config.shape, sunk, config.costs, Transfers::Buffered);
-    if (bvr.ok) {
-      if (o.programs)
-        programs = sunk;
-    } else {
-      stored = bvr.errors.front();
-      bvr = verifyPrograms(config.shape, programs, config.costs,
-                           Transfers::Buffered);
-      if (!bvr.ok)
-        vr = bvr;
-    }
+    RuntimePrograms run =
+        cpuRuntimePrograms(config.shape, programs, config.costs);
+    stored = run.why;
+    bvr = run.verified;
+    if (!bvr.ok)
+      vr = bvr;
+    else if (o.programs)
+      programs = run.programs;
   }
   if (o.programs) {
     std::printf("# %s p=%d m=%d v=%d, %s\n", getScheduleName(config.kind),
@@ -614,19 +609,16 @@ int runSweep(const Options &o) {
           // timetable's time (no receive waits before its reader needs
           // it); with several, the stored ones must complete when the
           // moved ones do not.
-          Programs sunk = sinkReceives(programs);
-          VerifyResult bvr =
-              verifyPrograms(config.shape, sunk, c, Transfers::Buffered);
-          if (!bvr.ok && v == 1)
-            report("receives at their readers: " + bvr.errors.front());
-          else if (!bvr.ok) {
+          RuntimePrograms run = cpuRuntimePrograms(config.shape, programs, c);
+          const VerifyResult &bvr = run.verified;
+          if (!run.moved && v == 1)
+            report("receives at their readers: " + run.why);
+          else if (!bvr.ok)
+            report("the stored programs under buffered sends: " +
+                   bvr.errors.front());
+          else if (!run.moved)
             ++storedOrder;
-            VerifyResult svr = verifyPrograms(config.shape, programs, c,
-                                              Transfers::Buffered);
-            if (!svr.ok)
-              report("the stored programs under buffered sends: " +
-                     svr.errors.front());
-          } else if (computeOnly(sunk) != orders)
+          else if (computeOnly(run.programs) != orders)
             report("sinking the receives changed the compute order");
           else if (v == 1 &&
                    std::abs(bvr.blockingMakespan - tt.makespan) > 1e-9)

@@ -295,6 +295,20 @@ VerifyResult verifyPrograms(const PipelineShape &shape,
                             const Programs &programs, const Costs &costs,
                             Transfers transfers = Transfers::Rendezvous);
 
+/// What par-run's CPU runtime runs of verified `programs`: sinkReceives's
+/// programs where they complete under its sends (Transfers::Buffered,
+/// `moved`), else `programs` themselves, with `why` the moved ones' first
+/// error; `verified`: what runs, verified under those sends.
+struct RuntimePrograms {
+  Programs programs;
+  bool moved = false;
+  std::string why;
+  VerifyResult verified;
+};
+RuntimePrograms cpuRuntimePrograms(const PipelineShape &shape,
+                                   const Programs &programs,
+                                   const Costs &costs);
+
 //===----------------------------------------------------------------------===//
 // Text formats
 //===----------------------------------------------------------------------===//

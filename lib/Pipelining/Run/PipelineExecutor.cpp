@@ -108,12 +108,8 @@ void PipelineRun::loadSchedule() {
   // (Transfers::Buffered models them); where they do not (most
   // interleaved and ZB-V programs: a send waits for an earlier one whose
   // receive moved behind a send of the peer's), the stored order runs.
-  if (!onDevice()) {
-    pl::Programs sunk = pl::sinkReceives(programs);
-    if (pl::verifyPrograms(shape, sunk, pl::Costs(), pl::Transfers::Buffered)
-            .ok)
-      programs = std::move(sunk);
-  }
+  if (!onDevice())
+    programs = pl::cpuRuntimePrograms(shape, programs, pl::Costs()).programs;
   S = shape.numStages();
   m = pipe.m;
 }

@@ -130,5 +130,21 @@ Programs sinkReceives(const Programs &programs) {
   return out;
 }
 
+RuntimePrograms cpuRuntimePrograms(const PipelineShape &shape,
+                                   const Programs &programs,
+                                   const Costs &costs) {
+  RuntimePrograms out;
+  out.programs = sinkReceives(programs);
+  out.verified =
+      verifyPrograms(shape, out.programs, costs, Transfers::Buffered);
+  out.moved = out.verified.ok;
+  if (!out.moved) {
+    out.why = out.verified.errors.front();
+    out.programs = programs;
+    out.verified = verifyPrograms(shape, programs, costs, Transfers::Buffered);
+  }
+  return out;
+}
+
 } // namespace pipeline
 } // namespace par
