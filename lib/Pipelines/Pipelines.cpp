@@ -472,10 +472,15 @@ void mlir::par::buildLowerCPUPhase(OpPassManager &pm, bool outlineKernels,
   // Reshapes of buffers with dynamic strides (an scf.if's result) leave
   // affine.apply for their strides.
   pm.addPass(createLowerAffinePass());
-  // Buffers from the runtime's pool (_mlir_memref_to_llvm_alloc/free,
-  // lib/Runtime/core/Allocator.cpp): no malloc per intermediate per step.
+  // Buffers from the runtime's pool (_mlir_memref_to_llvm_aligned_alloc/
+  // free, lib/Runtime/core/Allocator.cpp): no malloc per intermediate per
+  // step. Aligned allocation asks the pool for the buffer's bytes (the
+  // other lowering adds the alignment to every size), so a result the
+  // program allocated is a block of exactly its size, which a session takes
+  // over as the result's buffer (par_function_call_new).
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
+  memrefToLLVM.useAlignedAlloc = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

@@ -1,6 +1,6 @@
 // The memory plan walks the bufferized program: every allocation counts
-// from its alloc to its dealloc (aligned ones with their alignment, as the
-// runtime's pool is asked), a call holds its callee's peak on top of the
+// from its alloc to its dealloc (its bytes rounded up to its alignment, as
+// the runtime's pool is asked), a call holds its callee's peak on top of the
 // caller's live buffers and hands over what it returns fresh, and the
 // runner keeps the arguments and a buffer per result.
 // RUN: echo '{"functions": [{"name": "entry", "inputs": [{"dtype": "f32", "init": "zeros"}, {"dtype": "i64"}], "outputs": [{"dtype": "f32"}]}]}' > %t.json
@@ -8,11 +8,11 @@
 // RUN: FileCheck %s --check-prefix=WARN < %t.err
 // RUN: FileCheck %s --check-prefix=JSON < %t.json
 //
-// @entry: a (2048 + 64 alignment) is live when the callee peaks at t (4096)
-// plus its result r (1024): 2112 + 5120 = 7232 bytes of program; then r
-// (1024) is handed over. With the arguments (1024 + 512) and the result's
-// buffer (1024): 9792 bytes.
-// CHECK: par-memory-plan: @entry: {{.*}} (9792 bytes; arguments
+// @entry: a (2048, a multiple of its alignment 64) is live when the callee
+// peaks at t (4096) plus its result r (1024): 2048 + 5120 = 7168 bytes of
+// program; then r (1024) is handed over. With the arguments (1024 + 512)
+// and the result's buffer (1024): 9728 bytes.
+// CHECK: par-memory-plan: @entry: {{.*}} (9728 bytes; arguments
 // CHECK-SAME: program 0.01 MiB)
 // CHECK-NEXT: at the peak: parameters 0.00 MiB temporaries 0.01 MiB data 0.00 MiB
 // WARN: warning: the memory plan of 'entry' needs 0.01 MiB per device, over the memory-limit of 0.01 MiB
@@ -20,14 +20,14 @@
 // JSON:      "memory": {
 // JSON:        "allocations": {
 // JSON-NEXT:     "1024": "memref<256xf32>",
-// JSON-NEXT:     "2112": "memref<512xf32>",
+// JSON-NEXT:     "2048": "memref<512xf32>",
 // JSON-NEXT:     "4096": "memref<1024xf32>"
 // JSON:        "arguments": 1536,
 // JSON:        "at_peak": {
 // JSON:          "parameters": 1024,
-// JSON:          "temporaries": 8256
-// JSON:        "peak": 9792,
-// JSON-NEXT:   "program_peak": 7232,
+// JSON:          "temporaries": 8192
+// JSON:        "peak": 9728,
+// JSON-NEXT:   "program_peak": 7168,
 // JSON-NEXT:   "results": 1024
 // JSON:      "name": "entry"
 

@@ -204,7 +204,9 @@ par_status_t par_rt_profile_get(int64_t index, par_rt_profile_entry_t *out);
  * served from freed blocks; `cached_bytes`: freed bytes held for reuse
  * (at most PAR_RT_POOL_LIMIT bytes, default 8 GiB; beyond it a freed
  * block goes back to the system). par_rt_free releases a buffer a compiled
- * program returned (pool block or not). */
+ * program returned (pool block or not); par_rt_alloc_bytes is the size a
+ * pool block was asked with, as the memory count holds it (-1 for a
+ * buffer that is not a live pool block). */
 typedef struct par_rt_alloc_stats {
   int64_t system_allocs;
   int64_t pool_hits;
@@ -214,6 +216,7 @@ typedef struct par_rt_alloc_stats {
 } par_rt_alloc_stats_t;
 void par_rt_alloc_stats(par_rt_alloc_stats_t *out);
 void par_rt_free(void *buffer);
+int64_t par_rt_alloc_bytes(const void *buffer);
 
 /* The memory a process's programs hold (docs/RationaleMemory.md): the
  * bytes compiled programs ask the pool for (as asked, not rounded to a size

@@ -390,6 +390,17 @@ par_status_t par_function_call_buffers(par_function_t *function,
                                        par_buffer_t *const *inputs,
                                        par_buffer_t *const *outputs);
 
+/* par_function_call_buffers into new session buffers: out_results[k]
+ * (num_outputs of them, the caller's, freed with par_session_buffer_free)
+ * holds result k. A CPU program's results are handed over where it
+ * allocated them (no copy and no zero-filled buffer per result); results
+ * that are an argument's memory or share another result's are copied, and
+ * a GPU program (or one with donated arguments) writes fresh buffers. On
+ * failure every out_results[k] is NULL. */
+par_status_t par_function_call_new(par_function_t *function,
+                                   par_buffer_t *const *inputs,
+                                   par_buffer_t **out_results);
+
 /* Copies this rank's local block of tensor (io, index) out of `global`
  * (every rank holds the whole tensor; no communication). For a partial
  * tensor one rank per partial group (coordinate 0 on every partial axis)

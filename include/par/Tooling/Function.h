@@ -38,6 +38,9 @@ class SessionBuffer {
 public:
   SessionBuffer() = default;
   SessionBuffer(par_session_t *session, int64_t bytes);
+  /// Takes `buffer` (one of the session's, e.g. a par_function_call_new
+  /// result) to free with the object.
+  SessionBuffer(par_session_t *session, par_buffer_t *buffer);
   ~SessionBuffer();
   SessionBuffer(SessionBuffer &&o) noexcept { *this = std::move(o); }
   SessionBuffer &operator=(SessionBuffer &&o) noexcept;
@@ -138,7 +141,8 @@ public:
   /// then updated in place; par_function_call_buffers).
   void callBuffers(const std::vector<const SessionBuffer *> &args,
                    const std::vector<SessionBuffer *> &outs) const;
-  /// The same into fresh buffers, returned.
+  /// The same into new buffers, returned (par_function_call_new: a CPU
+  /// program's results as it allocated them, without a copy).
   std::vector<SessionBuffer>
   callBuffers(const std::vector<const SessionBuffer *> &args) const;
   /// A zero-filled session buffer of tensor (io, index)'s local size, and

@@ -234,6 +234,23 @@ void Planner::call(Frame &f, func::CallOp op) {
   record(f, 0, {});
 }
 
+/// What the lowering asks the allocator for (finalize-memref-to-llvm
+/// use-aligned-alloc, lib/Pipelines/Pipelines.cpp): the bytes rounded up to
+/// the alignment, the op's or else the element size's power of two, at
+/// least 16.
+static int64_t allocatedBytes(memref::AllocOp alloc, int64_t bytes) {
+  uint64_t align = 16;
+  if (std::optional<uint64_t> a = alloc.getAlignment()) {
+    align = *a;
+  } else {
+    Type elt = alloc.getType().getElementType();
+    uint64_t eltBytes =
+        elt.isIntOrFloat() ? (elt.getIntOrFloatBitWidth() + 7) / 8 : 8;
+    align = std::max<uint64_t>(16, llvm::PowerOf2Ceil(eltBytes));
+  }
+  return int64_t(llvm::alignTo(uint64_t(bytes), align));
+}
+
 void Planner::walk(Frame &f, Block &block) {
   for (Operation &op : block) {
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
@@ -242,11 +259,7 @@ void Planner::walk(Frame &f, Block &block) {
         f.out.complete = false;
         continue;
       }
-      // An aligned allocation asks for its alignment more and aligns the
-      // pointer itself (finalize-memref-to-llvm).
-      if (std::optional<uint64_t> a = alloc.getAlignment())
-        bytes += int64_t(*a);
-      allocate(f, alloc.getResult(), bytes);
+      allocate(f, alloc.getResult(), allocatedBytes(alloc, bytes));
     } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
       free(f, dealloc.getMemref());
     } else if (auto c = dyn_cast<func::CallOp>(op)) {

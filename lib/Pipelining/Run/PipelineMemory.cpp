@@ -2,9 +2,10 @@
 //
 // The prediction runs PipelineBuffers (the executor's retention rules) on
 // byte counts. What it counts is what the runtime measures: session
-// buffers (the stage state, the buffers a call makes for its arguments and
-// results, received tensors) and, during a call, the program's own
-// allocations, whose peak the stage function's memory plan gives. The
+// buffers (the stage state, the buffers a call makes for its arguments,
+// its results, received tensors) and, during a call, the program's own
+// allocations, whose peak the stage function's memory plan gives (a CPU
+// program's results are allocations it hands over, inside that peak). The
 // host-side copies (gradient sums, data batches) are not device memory
 // and not counted, as in the executor.
 //
@@ -151,9 +152,16 @@ std::vector<Bytes> Simulation::call(StageCall c, const pl::Action &a,
     if (std::find(params.begin(), params.end(), st.forward->stageArgs[j]) ==
         params.end())
       made.emplace_back(&live, spec.inputs[j].localBytes());
+  // A CPU program's results become the call's buffers where it allocated
+  // them (par_function_call_new): counted in its peak, then held. A GPU
+  // program (or one that donates) writes buffers made before the call.
+  bool handedOver = !fn->onDevice() && fn->donatedResultBytes() == 0;
+  if (handedOver)
+    observe(programPeak(fn), pl::formatAction(a));
   for (const Tensor &t : fn->outputs)
     outs.emplace_back(&live, t.localBytes());
-  observe(programPeak(fn), pl::formatAction(a));
+  if (!handedOver)
+    observe(programPeak(fn), pl::formatAction(a));
   return outs;
 }
 

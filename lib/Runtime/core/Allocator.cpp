@@ -216,6 +216,16 @@ PAR_RT_EXPORT void _mlir_memref_to_llvm_free(void *ptr) { pool().release(ptr); }
 
 PAR_RT_EXPORT void par_rt_free(void *buffer) { pool().release(buffer); }
 
+PAR_RT_EXPORT int64_t par_rt_alloc_bytes(const void *buffer) {
+  if (!buffer)
+    return -1;
+  Header h;
+  memcpy(&h, static_cast<const char *>(buffer) - sizeof(Header),
+         sizeof(Header));
+  return h.magic == kMagic && h.cls < uint64_t(kClasses) ? int64_t(h.bytes)
+                                                          : -1;
+}
+
 PAR_RT_EXPORT void par_rt_alloc_stats(par_rt_alloc_stats_t *out) {
   if (!out)
     return;

@@ -50,6 +50,10 @@ struct GpuApi {
 struct par_buffer_t {
   void *data = nullptr;
   size_t bytes = 0;
+  /// A CPU program's result taken as the buffer (par_function_call_new):
+  /// the allocation it lies in, freed with par_rt_free and counted by the
+  /// runtime's allocator; null for the session's own (calloc, reserved).
+  void *programAlloc = nullptr;
 };
 
 struct par_function_t {
@@ -173,23 +177,20 @@ int64_t localBytes(const Tensor &t) {
   return t.localCount * par_dtype_info(t.dtype)->element_size;
 }
 
-/// A CPU program's call on host memory: the results come back as
-/// descriptors of memory the program allocated (or of an input), copied
-/// into `outputs`.
-void callHost(par_function_t *fn, const void *const *inputs,
-              void *const *outputs) {
+/// A result of a CPU program's call: where its local block is, and the
+/// allocation that holds it when the program allocated it for this result
+/// alone (null when it is an argument's memory or another result's).
+struct HostResult {
+  const char *data;
+  char *alloc;
+};
+
+/// Runs a CPU program on host arguments. Its results come back as
+/// descriptors of memory the program allocated (or of an input): each
+/// result's block, and the allocation only the first result in it owns.
+std::vector<HostResult> runHost(par_function_t *fn,
+                                const std::vector<const void *> &args) {
   const FunctionSpec &f = *fn->spec;
-  // A donated argument's buffer receives its result: the caller's when it
-  // passed it as the output too, else the output, holding a copy of the
-  // argument (which stays as it was).
-  std::vector<const void *> args(inputs, inputs + f.inputs.size());
-  for (size_t i = 0; i + 1 < f.donated.size(); i += 2) {
-    int64_t r = f.donated[i], a = f.donated[i + 1];
-    if (outputs[r] != inputs[a]) {
-      memcpy(outputs[r], inputs[a], localBytes(f.inputs[a]));
-      args[a] = outputs[r];
-    }
-  }
   std::vector<std::vector<int64_t>> argDescs;
   for (size_t i = 0; i < f.inputs.size(); ++i)
     argDescs.push_back(localDescriptor(args[i], f.inputs[i]));
@@ -204,28 +205,68 @@ void callHost(par_function_t *fn, const void *const *inputs,
     argv.push_back(d.data());
   par_rt_memory_set_scope(f.name.c_str());
   fn->entry(argv.data());
-  // Copy the results out and free what the program allocated, once: a
-  // result may alias an input or another result.
+  par_rt_memory_set_scope(nullptr);
+  // A result may alias an input or another result: each allocation is
+  // owned once.
   std::set<intptr_t> owned;
   for (size_t i = 0; i < f.inputs.size(); ++i)
     owned.insert((intptr_t)args[i]);
+  std::vector<HostResult> out;
   size_t w = 0;
-  for (size_t k = 0; k < f.outputs.size(); ++k) {
-    const Tensor &t = f.outputs[k];
+  for (const Tensor &t : f.outputs) {
     char *alloc = (char *)(intptr_t)results[w];
     char *aligned = (char *)(intptr_t)results[w + 1];
     int64_t es = par_dtype_info(t.dtype)->element_size;
-    const char *src = aligned + results[w + 2] * es;
-    if (src != outputs[k]) // a donated result is there already
-      memcpy(outputs[k], src, t.localCount * es);
+    HostResult r{aligned + results[w + 2] * es, nullptr};
     if (!owned.count((intptr_t)aligned) && !owned.count((intptr_t)alloc)) {
       owned.insert((intptr_t)aligned);
       owned.insert((intptr_t)alloc);
-      par_rt_free(alloc);
+      r.alloc = alloc;
     }
+    out.push_back(r);
     w += 3 + 2 * t.local.size();
   }
-  par_rt_memory_set_scope(nullptr);
+  return out;
+}
+
+/// A CPU program's call on host memory: the results are copied into
+/// `outputs` and what the program allocated is freed.
+void callHost(par_function_t *fn, const void *const *inputs,
+              void *const *outputs) {
+  const FunctionSpec &f = *fn->spec;
+  // A donated argument's buffer receives its result: the caller's when it
+  // passed it as the output too, else the output, holding a copy of the
+  // argument (which stays as it was).
+  std::vector<const void *> args(inputs, inputs + f.inputs.size());
+  for (size_t i = 0; i + 1 < f.donated.size(); i += 2) {
+    int64_t r = f.donated[i], a = f.donated[i + 1];
+    if (outputs[r] != inputs[a]) {
+      memcpy(outputs[r], inputs[a], localBytes(f.inputs[a]));
+      args[a] = outputs[r];
+    }
+  }
+  std::vector<HostResult> results = runHost(fn, args);
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    if (results[k].data != outputs[k]) // a donated result is there already
+      memcpy(outputs[k], results[k].data, localBytes(f.outputs[k]));
+  for (const HostResult &r : results)
+    if (r.alloc)
+      par_rt_free(r.alloc);
+}
+
+/// Frees a session buffer's memory and the struct (it is no longer in the
+/// session's set).
+void releaseBuffer(par_session_t *s, par_buffer_t *b) {
+  if (b->programAlloc) {
+    par_rt_free(b->programAlloc); // the allocator counted it
+  } else {
+    par_rt_memory_release(int64_t(b->bytes));
+    if (s->device)
+      s->gpu.free(b->data);
+    else
+      free(b->data);
+  }
+  delete b;
 }
 
 /// A GPU program's call on device memory (the out-param convention): argv
@@ -386,14 +427,8 @@ par_status_t par_session_create(const char *artifact_dir,
 void par_session_destroy(par_session_t *session) {
   if (!session)
     return;
-  for (par_buffer_t *b : session->buffers) {
-    par_rt_memory_release(int64_t(b->bytes));
-    if (session->device)
-      session->gpu.free(b->data);
-    else
-      free(b->data);
-    delete b;
-  }
+  for (par_buffer_t *b : session->buffers)
+    releaseBuffer(session, b);
   if (session->handle)
     dlclose(session->handle);
   delete session;
@@ -472,12 +507,7 @@ par_status_t par_session_buffer_alloc(par_session_t *s, size_t bytes,
 void par_session_buffer_free(par_session_t *s, par_buffer_t *buffer) {
   if (!buffer || !s->buffers.erase(buffer))
     return;
-  par_rt_memory_release(int64_t(buffer->bytes));
-  if (s->device)
-    s->gpu.free(buffer->data);
-  else
-    free(buffer->data);
-  delete buffer;
+  releaseBuffer(s, buffer);
 }
 
 size_t par_buffer_size(const par_buffer_t *buffer) { return buffer->bytes; }
@@ -732,6 +762,28 @@ par_status_t par_function_call(par_function_t *fn, const void *const *inputs,
   return PAR_OK;
 }
 
+/// The memory of a call's input buffers, each checked to be one of the
+/// session's and large enough (an input may be passed twice).
+par_status_t inputBuffers(par_function_t *fn, par_buffer_t *const *inputs,
+                          std::vector<void *> &in) {
+  par_session_t *s = fn->session;
+  const FunctionSpec &f = *fn->spec;
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    par_buffer_t *b = inputs[i];
+    if (!b || !s->buffers.count(b))
+      return s->fail(PAR_ERR_INVALID_ARGUMENT,
+                     "'" + f.name + "' arg" + std::to_string(i) +
+                         " is not a buffer of this session");
+    if (b->bytes < (size_t)localBytes(f.inputs[i]))
+      return s->fail(PAR_ERR_INVALID_ARGUMENT,
+                     "'" + f.name + "' arg" + std::to_string(i) + " needs " +
+                         std::to_string(localBytes(f.inputs[i])) +
+                         " bytes, its buffer has " + std::to_string(b->bytes));
+    in.push_back(b->data);
+  }
+  return PAR_OK;
+}
+
 par_status_t par_function_call_buffers(par_function_t *fn,
                                        par_buffer_t *const *inputs,
                                        par_buffer_t *const *outputs) {
@@ -761,20 +813,8 @@ par_status_t par_function_call_buffers(par_function_t *fn,
     ptrs.push_back(b->data);
     return PAR_OK;
   };
-  for (size_t i = 0; i < f.inputs.size(); ++i) {
-    // An input may be passed twice; only outputs must be distinct.
-    par_buffer_t *b = inputs[i];
-    if (!b || !s->buffers.count(b))
-      return s->fail(PAR_ERR_INVALID_ARGUMENT,
-                     "'" + f.name + "' arg" + std::to_string(i) +
-                         " is not a buffer of this session");
-    if (b->bytes < (size_t)localBytes(f.inputs[i]))
-      return s->fail(PAR_ERR_INVALID_ARGUMENT,
-                     "'" + f.name + "' arg" + std::to_string(i) + " needs " +
-                         std::to_string(localBytes(f.inputs[i])) +
-                         " bytes, its buffer has " + std::to_string(b->bytes));
-    in.push_back(b->data);
-  }
+  if (par_status_t st = inputBuffers(fn, inputs, in))
+    return st;
   // A donated pair may share its buffer (the update in place) when no
   // other argument reads that buffer.
   std::map<int64_t, int64_t> donatedArg; // result -> argument
@@ -804,6 +844,77 @@ par_status_t par_function_call_buffers(par_function_t *fn,
     return PAR_OK;
   }
   return callDevice(fn, in.data(), out.data());
+}
+
+par_status_t par_function_call_new(par_function_t *fn,
+                                   par_buffer_t *const *inputs,
+                                   par_buffer_t **out_results) {
+  par_session_t *s = fn->session;
+  const FunctionSpec &f = *fn->spec;
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    out_results[k] = nullptr;
+  if (par_status_t st = needCode(fn))
+    return st;
+  // Results the program cannot hand over (device memory, donated
+  // arguments): fresh buffers written by par_function_call_buffers.
+  if (s->device || !f.donated.empty()) {
+    std::vector<par_buffer_t *> outs(f.outputs.size(), nullptr);
+    auto drop = [&] {
+      for (par_buffer_t *b : outs)
+        par_session_buffer_free(s, b);
+    };
+    for (size_t k = 0; k < f.outputs.size(); ++k)
+      if (par_status_t st = par_session_buffer_alloc(
+              s, localBytes(f.outputs[k]), &outs[k])) {
+        drop();
+        return st;
+      }
+    if (par_status_t st = par_function_call_buffers(fn, inputs, outs.data())) {
+      drop();
+      return st;
+    }
+    std::copy(outs.begin(), outs.end(), out_results);
+    return PAR_OK;
+  }
+  std::vector<void *> in;
+  if (par_status_t st = inputBuffers(fn, inputs, in))
+    return st;
+  std::vector<HostResult> results =
+      runHost(fn, std::vector<const void *>(in.begin(), in.end()));
+  par_status_t status = PAR_OK;
+  for (size_t k = 0; k < f.outputs.size(); ++k) {
+    const HostResult &r = results[k];
+    // The program's allocation becomes the buffer (no copy) where it is a
+    // pool block of exactly the result: the memory count then holds what
+    // the buffer holds.
+    if (r.alloc && r.data == r.alloc &&
+        par_rt_alloc_bytes(r.alloc) == localBytes(f.outputs[k])) {
+      auto b = std::make_unique<par_buffer_t>();
+      b->data = const_cast<char *>(r.data);
+      b->bytes = localBytes(f.outputs[k]);
+      b->programAlloc = r.alloc;
+      out_results[k] = b.get();
+      s->buffers.insert(b.release());
+      continue;
+    }
+    // An argument's memory, another result's or a part of an allocation:
+    // a copy.
+    if (status == PAR_OK)
+      status = par_session_buffer_alloc(s, localBytes(f.outputs[k]),
+                                        &out_results[k]);
+    if (status == PAR_OK)
+      memcpy(out_results[k]->data, r.data, localBytes(f.outputs[k]));
+  }
+  for (size_t k = 0; k < f.outputs.size(); ++k)
+    if (results[k].alloc &&
+        (!out_results[k] || !out_results[k]->programAlloc))
+      par_rt_free(results[k].alloc);
+  if (status != PAR_OK)
+    for (size_t k = 0; k < f.outputs.size(); ++k) {
+      par_session_buffer_free(s, out_results[k]);
+      out_results[k] = nullptr;
+    }
+  return status;
 }
 
 par_status_t par_function_scatter(const par_function_t *fn, par_io_t io,

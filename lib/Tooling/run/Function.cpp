@@ -24,6 +24,9 @@ SessionBuffer::SessionBuffer(par_session_t *session, int64_t bytes)
   check(par_session_buffer_alloc(session, bytes, &buffer));
 }
 
+SessionBuffer::SessionBuffer(par_session_t *session, par_buffer_t *buffer)
+    : session(session), buffer(buffer), size(par_buffer_size(buffer)) {}
+
 SessionBuffer::~SessionBuffer() {
   if (buffer)
     par_session_buffer_free(session, buffer);
@@ -275,13 +278,16 @@ void Function::callBuffers(const std::vector<const SessionBuffer *> &args,
 
 std::vector<SessionBuffer>
 Function::callBuffers(const std::vector<const SessionBuffer *> &args) const {
+  if (args.size() != inputs.size())
+    fatal("'" + name + "' takes " + std::to_string(inputs.size()) +
+          " arguments, not " + std::to_string(args.size()));
+  std::vector<par_buffer_t *> in, out(outputs.size(), nullptr);
+  for (const SessionBuffer *b : args)
+    in.push_back(b->get());
+  check(par_function_call_new(fn, in.data(), out.data()));
   std::vector<SessionBuffer> outs;
-  std::vector<SessionBuffer *> ptrs;
-  for (size_t k = 0; k < outputs.size(); ++k)
-    outs.push_back(buffer(PAR_OUTPUT, k));
-  for (SessionBuffer &b : outs)
-    ptrs.push_back(&b);
-  callBuffers(args, ptrs);
+  for (par_buffer_t *b : out)
+    outs.emplace_back(session, b);
   return outs;
 }
 

@@ -19,6 +19,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "par/Runtime/par_runtime.h"
 #include "par/Runtime/par_session.h"
 
 #include <math.h>
@@ -143,6 +144,35 @@ static void runBuffers(par_session_t *s, par_function_t *f, const float *lx,
             par_session_buffer_download(s, c, host, by) == PAR_OK &&
             host[0] == 0.0f && host[ty.local_count - 1] == 0.0f,
         "buffer_zero");
+  /* Results into new buffers: the program's own allocation on a CPU
+   * program (its memory counted once: live bytes grow by the result's
+   * bytes, and fall back when it is freed). */
+  par_buffer_t *fresh[1] = {NULL};
+  par_rt_memory_stats_t m0, m1, m2;
+  par_rt_alloc_stats_t a0, a1;
+  par_rt_memory_stats(&m0);
+  par_rt_alloc_stats(&a0);
+  check(par_function_call_new(f, ins, fresh) == PAR_OK && fresh[0] &&
+            par_buffer_size(fresh[0]) == by &&
+            par_session_buffer_download(s, fresh[0], host, by) == PAR_OK &&
+            memcmp(host, ly2, by) == 0,
+        "call_new equals call (bit for bit)");
+  par_rt_memory_stats(&m1);
+  par_rt_alloc_stats(&a1);
+  check(m1.live_bytes - m0.live_bytes == (int64_t)by,
+        "call_new's result counted once");
+  check(a1.live_bytes > a0.live_bytes,
+        "call_new's result is the program's allocation (no copy)");
+  par_session_buffer_free(s, fresh[0]);
+  par_rt_memory_stats(&m2);
+  check(m2.live_bytes == m0.live_bytes, "call_new's result freed");
+  check(par_function_call_new(f, ins, fresh) == PAR_OK, "call_new again");
+  /* fresh[0] is left for par_session_destroy. */
+  par_buffer_t *badIns[2] = {x, NULL};
+  check(par_function_call_new(f, badIns, fresh) != PAR_OK && !fresh[0],
+        "call_new on a non-buffer refused, no result");
+  if (root)
+    printf("error: %s\n", par_session_last_error(s));
   outs[0] = x;
   check(par_function_call_buffers(f, ins, outs) != PAR_OK,
         "an output aliasing an input refused");
