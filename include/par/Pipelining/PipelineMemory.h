@@ -69,7 +69,11 @@ struct PipelineHeld {
 ///   void loss(const Buf &): the last stage's forward result;
 ///   void accumulate(StageCall, int64_t stage, const std::vector<Buf> &);
 ///   size_t numParams(int64_t stage);
-///   Buf receive(const pipeline::Action &);
+///   Buf receive(const pipeline::Action &): received, or started (its
+///       buffer then untouched until ready);
+///   void ready(const Buf &): a compute takes the buffer (an activation or
+///       gradient, received or the rank's own): its receive, if started,
+///       completes;
 ///   void send(const pipeline::Action &, const Buf &): started; the buffer
 ///       stays untouched until waitSends;
 ///   void waitSends(): completes every send started.
@@ -89,6 +93,21 @@ public:
     case pipeline::Op::BW: backwardWeight(a); break;
     default: transfer(a); break;
     }
+  }
+
+  /// Completes the started receives of what compute `a` reads (before its
+  /// time is taken: the wait is the transfer's, not the action's).
+  void awaitInputs(const pipeline::Action &a) {
+    auto ready = [&](std::map<Key, Buf> &pool, Key key) {
+      auto it = pool.find(key);
+      if (it != pool.end())
+        be.ready(it->second);
+    };
+    if (a.op == pipeline::Op::F && a.stage > 0)
+      ready(acts, {a.mb, a.stage});
+    if ((a.op == pipeline::Op::B || a.op == pipeline::Op::BI) &&
+        a.stage + 1 < S)
+      ready(grads, {a.mb, a.stage + 1});
   }
 
   /// After the last action: the sends complete and their buffers go.
@@ -137,8 +156,10 @@ private:
   Buf outputGradient(const pipeline::Action &a, const char *what) {
     if (a.stage + 1 >= S)
       return Buf();
-    return take(grads, {a.mb, a.stage + 1},
-                named(what, a) + " has no output gradient");
+    Buf dy = take(grads, {a.mb, a.stage + 1},
+                  named(what, a) + " has no output gradient");
+    be.ready(dy);
+    return dy;
   }
 
   Buf unstash(const pipeline::Action &a) {
@@ -155,8 +176,10 @@ private:
   void forward(const pipeline::Action &a) {
     Key key{a.mb, a.stage};
     Buf x;
-    if (a.stage > 0)
+    if (a.stage > 0) {
       x = take(acts, key, named("F", a) + " has no input activation");
+      be.ready(x);
+    }
     std::vector<Buf> outs =
         be.call(StageCall::Forward, a, &x, nullptr, nullptr);
     if (a.stage + 1 == S)

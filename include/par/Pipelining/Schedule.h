@@ -268,8 +268,12 @@ Expected expectedFigures(const ScheduleConfig &config);
 /// earlier sends taken by their receivers, as par-run completes the sends
 /// in flight before it starts the next (an MPI_Isend past the eager limit
 /// completes only once matched), then nothing; a receive takes the next
-/// message of its channel, in the order they were sent.
-enum class Transfers { Rendezvous, Buffered };
+/// message of its channel, in the order they were sent. Posted (par-run's
+/// CPU runtime): sends as Buffered, a send's message matched once its
+/// receive is started; a receive is started where the program lists it
+/// (MPI_Irecv) and never blocks, and the compute that reads its tensor
+/// waits for the message.
+enum class Transfers { Rendezvous, Buffered, Posted };
 
 struct VerifyResult {
   bool ok = false;
@@ -295,12 +299,18 @@ VerifyResult verifyPrograms(const PipelineShape &shape,
                             const Programs &programs, const Costs &costs,
                             Transfers transfers = Transfers::Rendezvous);
 
-/// What par-run's CPU runtime runs of verified `programs`: sinkReceives's
-/// programs where they complete under its sends (Transfers::Buffered,
-/// `moved`), else `programs` themselves, with `why` the moved ones' first
-/// error; `verified`: what runs, verified under those sends.
+/// What par-run's CPU runtime runs of verified `programs`: the programs
+/// themselves with their receives started in place and waited for by
+/// their readers (`posted`) where they complete so (Transfers::Posted; a
+/// receive posted where a blocking one completes, waited for no earlier
+/// than its reader, should always do), else, with blocking receives,
+/// sinkReceives's programs where they complete under its sends
+/// (Transfers::Buffered, `moved`), else the stored ones. `why`: the first
+/// error of what was tried and not taken; `verified`: what runs, verified
+/// under its transfers.
 struct RuntimePrograms {
   Programs programs;
+  bool posted = false;
   bool moved = false;
   std::string why;
   VerifyResult verified;
@@ -308,6 +318,12 @@ struct RuntimePrograms {
 RuntimePrograms cpuRuntimePrograms(const PipelineShape &shape,
                                    const Programs &programs,
                                    const Costs &costs);
+/// The blocking-receive half of the above: sinkReceives's programs where
+/// they complete under Transfers::Buffered (`moved`), else the stored
+/// ones (`why`: the moved ones' first error).
+RuntimePrograms blockingReceivePrograms(const PipelineShape &shape,
+                                        const Programs &programs,
+                                        const Costs &costs);
 
 //===----------------------------------------------------------------------===//
 // Text formats

@@ -146,6 +146,20 @@ par_status_t par_rt_send_async(par_rt_context_t *context, const void *buffer,
                                int64_t coords, int64_t tag);
 /* Completes every par_rt_send_async started so far. */
 par_status_t par_rt_wait_sends(par_rt_context_t *context);
+/* Starts receiving `count` elements into `buffer` from the peer
+ * par_rt_k_recv would address and returns at once with a handle in
+ * *request; par_rt_recv_wait completes it (the buffer is neither read nor
+ * written until then). Started receives of one peer and tag match its
+ * messages in the order started; they progress at every kernel entry. A
+ * pipeline driver starts each receive where its program lists it and waits
+ * where the tensor is read. A backend without started receives receives
+ * at the start. */
+par_status_t par_rt_recv_start(par_rt_context_t *context, void *buffer,
+                               int64_t count, int32_t dtype, int64_t axes,
+                               int64_t coords, int64_t tag, int64_t *request);
+/* Completes a par_rt_recv_start (accounted as the kernel "recv", its time
+ * the wait); PAR_ERR_INVALID_ARGUMENT for an unknown or completed handle. */
+par_status_t par_rt_recv_wait(par_rt_context_t *context, int64_t request);
 /* Completes a bucket all-reduce started by par_rt_k_all_reduce_start (or an
  * all-gather started by par_rt_k_all_gather_start; par_kernel_abi.h), as
  * par_rt_k_wait does, but returns a status instead

@@ -100,16 +100,21 @@ void PipelineRun::loadSchedule() {
     fatal("the pipeline programs would not run: " + verified.errors.front());
   // The stored programs hold under rendezvous send/recv. A CPU program's
   // sends block less (MPI_Isend; a send first completes the ones in
-  // flight), so each receive may wait where its tensor is read: one placed
+  // flight), and its receives start where the programs list them
+  // (MPI_Irecv) and complete where the tensor is read: a blocking receive
   // at the planned arrival would hold up the computes after it whenever
   // the real costs are not the planned ones (ZB-H1's first stage, whose BI
-  // is empty, otherwise waits for each gradient before its next forward).
-  // Moved so, the programs must still complete under the runtime's sends
-  // (Transfers::Buffered models them); where they do not (most
-  // interleaved and ZB-V programs: a send waits for an earlier one whose
-  // receive moved behind a send of the peer's), the stored order runs.
-  if (!onDevice())
-    programs = pl::cpuRuntimePrograms(shape, programs, pl::Costs()).programs;
+  // is empty, otherwise waits for each gradient before its next forward;
+  // ZB-V's ranks for the chunk transfers). The programs must complete so
+  // (Transfers::Posted models it; every generated one does), else the
+  // receives block, moved to their readers where that completes
+  // (Transfers::Buffered), else in the stored order.
+  if (!onDevice()) {
+    pl::RuntimePrograms run =
+        pl::cpuRuntimePrograms(shape, programs, pl::Costs());
+    programs = run.programs;
+    postedReceives = run.posted;
+  }
   S = shape.numStages();
   m = pipe.m;
 }
@@ -565,9 +570,28 @@ SessionBuffer PipelineRun::receive(const pl::Action &a) {
   const Function &f = stages[a.stage].fwd;
   const Tensor &t = f.inputs.back();
   SessionBuffer buf = f.buffer(PAR_INPUT, f.inputs.size() - 1);
-  par_rt_k_recv((int64_t)(intptr_t)buf.data(), t.localCount, t.dtype,
-                axesCode, a.peer, a.op == pl::Op::RecvAct ? 0 : 1);
+  int64_t tag = a.op == pl::Op::RecvAct ? 0 : 1;
+  if (!postedReceives) {
+    par_rt_k_recv((int64_t)(intptr_t)buf.data(), t.localCount, t.dtype,
+                  axesCode, a.peer, tag);
+    return buf;
+  }
+  int64_t request = -1;
+  checkRuntime(par_rt_recv_start(ctx, buf.data(), t.localCount, t.dtype,
+                                 axesCode, a.peer, tag, &request),
+               ctx, "starting " + pl::formatAction(a));
+  startedReceives[buf.data()] = request;
   return buf;
+}
+
+void PipelineRun::ready(const SessionBuffer &b) {
+  auto it = startedReceives.find(b.data());
+  if (it == startedReceives.end())
+    return;
+  int64_t request = it->second;
+  startedReceives.erase(it);
+  checkRuntime(par_rt_recv_wait(ctx, request), ctx,
+               "completing a receive");
 }
 
 void PipelineRun::send(const pl::Action &a, const SessionBuffer &b) {
@@ -741,6 +765,7 @@ StepOutcome PipelineRun::step(int64_t step) {
     par_rt_trace_enable(ctx, 1);
   double t0 = par_rt_now_seconds();
   for (const pl::Action &a : programs[me]) {
+    buffers->awaitInputs(a); // a started receive's wait is its own
     double e0 = par_rt_now_seconds();
     buffers->run(a);
     if (tracing) {

@@ -80,6 +80,7 @@ public:
     observe(0, pl::formatAction(a));
     return b;
   }
+  void ready(const Bytes &) {}
   void send(const pl::Action &, const Bytes &) {}
   void waitSends() {}
 

@@ -155,6 +155,7 @@ private:
     return stages[stage].paramArgs.size();
   }
   SessionBuffer receive(const pl::Action &a);
+  void ready(const SessionBuffer &b);
   void send(const pl::Action &a, const SessionBuffer &b);
   void waitSends();
   /// The memory prediction of pipeline rank r's step (PipelineMemory.h).
@@ -199,6 +200,11 @@ private:
   int64_t rank, world;
   pl::PipelineShape shape;
   pl::Programs programs;
+  // The receives start where the programs list them and complete when a
+  // compute takes their buffer (a CPU program whose programs verify so:
+  // cpuRuntimePrograms); the started ones by buffer.
+  bool postedReceives = false;
+  std::map<const void *, int64_t> startedReceives;
   par_pipeline_info_t pipe;
   std::string func, axisName;
   int64_t S = 0, m = 0, ppAxis = -1, me = 0, axesCode = 0, lossRoot = 0;

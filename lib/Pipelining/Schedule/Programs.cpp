@@ -130,9 +130,9 @@ Programs sinkReceives(const Programs &programs) {
   return out;
 }
 
-RuntimePrograms cpuRuntimePrograms(const PipelineShape &shape,
-                                   const Programs &programs,
-                                   const Costs &costs) {
+RuntimePrograms blockingReceivePrograms(const PipelineShape &shape,
+                                        const Programs &programs,
+                                        const Costs &costs) {
   RuntimePrograms out;
   out.programs = sinkReceives(programs);
   out.verified =
@@ -143,6 +143,22 @@ RuntimePrograms cpuRuntimePrograms(const PipelineShape &shape,
     out.programs = programs;
     out.verified = verifyPrograms(shape, programs, costs, Transfers::Buffered);
   }
+  return out;
+}
+
+RuntimePrograms cpuRuntimePrograms(const PipelineShape &shape,
+                                   const Programs &programs,
+                                   const Costs &costs) {
+  RuntimePrograms out;
+  out.programs = programs;
+  out.verified = verifyPrograms(shape, programs, costs, Transfers::Posted);
+  out.posted = out.verified.ok;
+  if (out.posted)
+    return out;
+  std::string why = out.verified.errors.front();
+  out = blockingReceivePrograms(shape, programs, costs);
+  out.why = "receives started in place: " + why +
+            (out.why.empty() ? "" : "; at their readers: " + out.why);
   return out;
 }
 

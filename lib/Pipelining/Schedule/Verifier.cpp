@@ -1,9 +1,10 @@
 //===- Verifier.cpp - The deadlock verifier of per-rank programs ----------===//
 //
 // Proves per-rank programs complete, well-formed and free of deadlock under
-// blocking (rendezvous) send/recv, or under sends that never block
-// (buffered), by simulating the ranks, and names what is wrong otherwise
-// (verifyPrograms).
+// blocking (rendezvous) send/recv, under par-run's sends with blocking
+// receives (buffered) or with receives started in place and waited for by
+// their readers (posted), by simulating the ranks, and names what is wrong
+// otherwise (verifyPrograms).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace par {
@@ -35,6 +37,12 @@ Route routeOf(const PipelineShape &shape, Op op, int stage) {
   int up = shape.rankOf(stage - 1), down = shape.rankOf(stage);
   return isActTransfer(op) ? Route{up, down} : Route{down, up};
 }
+
+/// A message in a channel, or a posted receive waiting for one.
+struct Message {
+  int mb, stage;
+  double arrival;
+};
 
 class Verifier {
 public:
@@ -263,6 +271,8 @@ private:
     std::vector<double> clock(p, 0);
     inFlight.assign(p, 0);
     takenAt.assign(p, 0);
+    arrivalAct.assign(n, -1);
+    arrivalGrad.assign(n, -1);
     auto next = [&](int r) -> const Action * {
       return pos[r] < programs[r].size() ? &programs[r][pos[r]] : nullptr;
     };
@@ -272,9 +282,18 @@ private:
       for (int r = 0; r < p; ++r) {
         while (const Action *a = next(r)) {
           if (a->isCompute()) {
+            if (transfers == Transfers::Posted && !receivedInput(r, *a, clock))
+              break; // r waits for its posted receive's message
             checkInputs(r, *a);
             markDone(*a);
             clock[r] += costOf(costs, a->op);
+            ++pos[r];
+            progress = true;
+            continue;
+          }
+          if (transfers == Transfers::Posted) {
+            if (!posted(r, *a, clock))
+              break; // r's send waits for its earlier ones
             ++pos[r];
             progress = true;
             continue;
@@ -371,6 +390,133 @@ private:
     return true;
   }
 
+  /// The tensor a compute reads from another rank (its act or grad slot),
+  /// and that rank; false when it reads none.
+  bool remoteInput(const Action &a, bool &act, size_t &slot, int &from) const {
+    if (a.op == Op::F && a.stage > 0 &&
+        shape.rankOf(a.stage - 1) != shape.rankOf(a.stage)) {
+      act = true;
+      slot = idx(a.mb, a.stage);
+      from = shape.rankOf(a.stage - 1);
+      return true;
+    }
+    if ((a.op == Op::B || a.op == Op::BI) && a.stage + 1 < S &&
+        shape.rankOf(a.stage + 1) != shape.rankOf(a.stage)) {
+      act = false;
+      slot = idx(a.mb, a.stage + 1);
+      from = shape.rankOf(a.stage + 1);
+      return true;
+    }
+    return false;
+  }
+
+  /// Transfers::Posted, before compute `a` of rank r: the tensor it reads
+  /// from another rank has arrived (its clock moves to the arrival), or r
+  /// waits for it (false) when its receive is posted and unmatched. A
+  /// tensor never received is left to checkInputs.
+  bool receivedInput(int r, const Action &a, std::vector<double> &clock) {
+    bool act;
+    size_t slot;
+    int from;
+    if (!remoteInput(a, act, slot, from))
+      return true;
+    const std::vector<double> &arrival = act ? arrivalAct : arrivalGrad;
+    if (arrival[slot] >= 0) {
+      clock[r] = std::max(clock[r], arrival[slot]);
+      return true;
+    }
+    return !(act ? postedAct : postedGrad).count(slot);
+  }
+
+  /// A transfer under Transfers::Posted: a receive is started where the
+  /// program lists it and never blocks; the compute reading its tensor
+  /// waits for the message (receivedInput). A send first waits until every
+  /// earlier send of its rank is matched by a started receive (par-run
+  /// completes the sends in flight before the next; a posted receive
+  /// matches a message at once, and a rank blocked in a wait drives the
+  /// transfers it has posted), then matches the channel's oldest posted
+  /// receive or waits in the channel for the next one. One channel
+  /// matches in order. False: a send still in flight (r waits), or a
+  /// mismatch (reported).
+  bool posted(int r, const Action &a, std::vector<double> &clock) {
+    bool act = isActTransfer(a.op);
+    if (a.isSend()) {
+      if (inFlight[r] > 0)
+        return false;
+      checkInputs(r, a);
+      clock[r] = std::max(clock[r], takenAt[r]);
+      std::deque<Message> &waiting = postedRecvs[{r, a.peer, act}];
+      if (waiting.empty()) {
+        channels[{r, a.peer, act}].push_back(
+            {a.mb, a.stage, clock[r] + costs.comm});
+        ++inFlight[r];
+        return true;
+      }
+      Message want = waiting.front();
+      if (!matches(a.peer, r, act, want, {a.mb, a.stage, 0}))
+        return false;
+      waiting.pop_front();
+      arrive(act, want, clock[r] + costs.comm);
+      takenAt[r] = std::max(takenAt[r], clock[r]);
+      return true;
+    }
+    markDone(a);
+    (act ? postedAct : postedGrad).insert(idx(a.mb, a.stage));
+    std::deque<Message> &queue = channels[{a.peer, r, act}];
+    Message want{a.mb, a.stage, 0};
+    if (queue.empty()) {
+      postedRecvs[{a.peer, r, act}].push_back(want);
+      return true;
+    }
+    const Message msg = queue.front();
+    if (!matches(r, a.peer, act, want, msg))
+      return false;
+    queue.pop_front();
+    arrive(act, want, msg.arrival);
+    --inFlight[a.peer];
+    takenAt[a.peer] = std::max(takenAt[a.peer], clock[r]);
+    return true;
+  }
+
+  /// Transfers::Posted: receiver r's posted receive `want` against the
+  /// message `got` from `sender`; a mismatch is reported once.
+  bool matches(int r, int sender, bool act, const Message &want,
+               const Message &got) {
+    if (got.mb == want.mb && got.stage == want.stage)
+      return true;
+    Op sent = act ? Op::SendAct : Op::SendGrad;
+    Op recv = act ? Op::RecvAct : Op::RecvGrad;
+    if (!mismatched)
+      error("mismatched transfer: rank " + std::to_string(sender) +
+            " sends " + tensorRef(sent, got.mb, got.stage) + " to rank " +
+            std::to_string(r) + ", but rank " + std::to_string(r) +
+            " started " +
+            describeAction(Action{recv, want.mb, want.stage, sender}) +
+            " first (one channel matches in the order posted)");
+    mismatched = true;
+    return false;
+  }
+
+  void arrive(bool act, const Message &m, double at) {
+    size_t slot = idx(m.mb, m.stage);
+    (act ? postedAct : postedGrad).erase(slot);
+    (act ? arrivalAct : arrivalGrad)[slot] = at;
+    ++result.transfers;
+  }
+
+  /// The rank a blocked action waits for: a transfer's peer, or the rank
+  /// that sends the tensor a compute reads (Transfers::Posted).
+  int waitsOn(const Action *a) const {
+    if (!a)
+      return -1;
+    bool act;
+    size_t slot;
+    int from;
+    if (a->isCompute())
+      return remoteInput(*a, act, slot, from) ? from : -1;
+    return a->peer;
+  }
+
   /// Follows the wait-for edges from the first blocked rank to a cycle and
   /// names every rank on it with the action it is blocked in.
   void reportDeadlock(const std::vector<int> &blocked,
@@ -384,8 +530,7 @@ private:
     while (r >= 0 && seenAt[r] < 0) {
       seenAt[r] = static_cast<int>(chain.size());
       chain.push_back(r);
-      const Action *a = stuckIn(r);
-      r = a ? a->peer : -1;
+      r = waitsOn(stuckIn(r));
     }
     if (r < 0) {
       // The chain ends at a rank that finished (cannot happen once the
@@ -423,14 +568,15 @@ private:
   std::vector<char> doneF, doneG, gotAct, gotGrad;
   // Transfers::Buffered: the messages sent and not yet received, by
   // (sender, receiver, act).
-  struct Message {
-    int mb, stage;
-    double arrival;
-  };
   std::map<std::tuple<int, int, bool>, std::deque<Message>> channels;
   // Per rank: its sends not yet taken, and when the last was taken.
   std::vector<int> inFlight;
   std::vector<double> takenAt;
+  // Transfers::Posted: started receives not yet matched, by channel and
+  // by tensor slot, and when each received tensor arrived (-1: not yet).
+  std::map<std::tuple<int, int, bool>, std::deque<Message>> postedRecvs;
+  std::set<size_t> postedAct, postedGrad;
+  std::vector<double> arrivalAct, arrivalGrad;
   bool mismatched = false;
   VerifyResult result;
 };

@@ -44,8 +44,9 @@ extern "C" {
 
 /* 1: the CUDA-only table. 2: one table for every backend. 3: bucket
  * all-reduces (bucket_start, bucket_wait, progress). 4: batch_matmul_mixed.
- * 5: started all-gathers (gather_start; bucket_wait completes any request). */
-#define PAR_RT_BACKEND_ABI_VERSION 5u
+ * 5: started all-gathers (gather_start; bucket_wait completes any request).
+ * 6: started receives (recv_start). */
+#define PAR_RT_BACKEND_ABI_VERSION 6u
 
 /* The processes of a world, as its world backend reports them. */
 typedef struct par_rt_backend_world_t {
@@ -201,6 +202,13 @@ typedef struct par_rt_backend_t {
                                const par_rt_backend_group_t *group,
                                const void *in, void *out, int64_t C,
                                int64_t D, int32_t dtype, void **request);
+  /* Starts recv's transfer (same arguments) and returns the backend's
+   * request in *request (NULL on failure), completed by bucket_wait in any
+   * order with the others; `out` is neither read nor written until then.
+   * NULL when the backend has none: core receives at the start. */
+  par_status_t (*recv_start)(void *state, void *out, int64_t count,
+                             int32_t dtype, int64_t peer, int64_t tag,
+                             void **request);
 } par_rt_backend_t;
 
 typedef const par_rt_backend_t *(*par_rt_backend_get_fn)(void);

@@ -373,6 +373,8 @@ par_status_t par::rt::waitRequest(par_rt_context_t &ctx, int64_t request) {
   void *backendRequest = it->second;
   ctx.requests.erase(it);
   ctx.requestAxes.erase(request);
+  if (!backendRequest) // a receive done at its start (par_rt_recv_start)
+    return PAR_OK;
   auto deferred = ctx.deferredGathers.find(request);
   if (deferred != ctx.deferredGathers.end()) {
     // The held-back transfer, blocking, now.
@@ -543,6 +545,56 @@ PAR_RT_EXPORT void par_rt_k_recv(int64_t out, int64_t count, int32_t dtype,
   k.start();
   // The sender accounts the bytes.
   k.finish(k.ops().recv(k.state(), ptr(out), count, dtype, peer, tag), 0.0);
+}
+
+PAR_RT_EXPORT par_status_t par_rt_recv_start(par_rt_context_t *context,
+                                             void *buffer, int64_t count,
+                                             int32_t dtype, int64_t axes,
+                                             int64_t coords, int64_t tag,
+                                             int64_t *request) {
+  if (request)
+    *request = -1;
+  if (!beginCall(context))
+    return PAR_ERR_INVALID_ARGUMENT;
+  if (!request)
+    return setError(*context, PAR_ERR_INVALID_ARGUMENT,
+                    "recv_start: request is null");
+  KernelCall k("recv_start", *context);
+  int64_t es = k.elementSize(dtype);
+  k.checkSizes({{"count", count}});
+  k.checkBuffer("buffer", int64_t(intptr_t(buffer)), k.mul({count, es}));
+  int64_t peer = k.peer(axes, coords, tag);
+  // A backend without started receives (local, CUDA) receives now; the
+  // handle then completes at once.
+  void *backendRequest = nullptr;
+  par_status_t st =
+      k.ops().recv_start
+          ? k.ops().recv_start(k.state(), buffer, count, dtype, peer, tag,
+                               &backendRequest)
+          : k.ops().recv(k.state(), buffer, count, dtype, peer, tag);
+  if (st != PAR_OK)
+    return backendStatus(k.context(), k.context().device, st);
+  *request = k.record(backendRequest, axes);
+  return PAR_OK;
+}
+
+PAR_RT_EXPORT par_status_t par_rt_recv_wait(par_rt_context_t *context,
+                                            int64_t request) {
+  if (!beginCall(context))
+    return PAR_ERR_INVALID_ARGUMENT;
+  // Accounted as the recv it completes: the time is the wait.
+  KernelCall k("recv", *context);
+  auto axes = k.context().requestAxes.find(request);
+  if (axes != k.context().requestAxes.end())
+    k.waitsOn(axes->second);
+  k.start();
+  par_status_t st = waitRequest(k.context(), request);
+  if (st != PAR_OK) {
+    k.abandon();
+    return st;
+  }
+  k.finish(st, 0.0);
+  return PAR_OK;
 }
 
 PAR_RT_EXPORT par_status_t par_rt_send_async(par_rt_context_t *context,

@@ -242,6 +242,7 @@ const par_rt_backend_t kTable = {
     bucketWait,
     /*progress=*/nullptr, // copies complete at the start
     gatherStart,
+    /*recv_start=*/nullptr, // core receives at the start
 };
 
 } // namespace

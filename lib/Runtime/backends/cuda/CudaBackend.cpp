@@ -924,6 +924,7 @@ const par_rt_backend_t kTable = {
     bucketWait,
     /*progress=*/nullptr, // NCCL's kernels progress on their own
     OnGroup<gatherStart>::entry,
+    /*recv_start=*/nullptr, // core receives at the start (on the stream)
 };
 
 } // namespace

@@ -337,6 +337,7 @@ const par_rt_backend_t kTable = {
     bucketWait,
     bucketProgress,
     OnGroup<gatherStart>::entry,
+    recvStart,
 };
 
 } // namespace

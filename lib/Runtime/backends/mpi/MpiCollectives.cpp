@@ -319,7 +319,28 @@ struct BucketRequest {
   std::vector<unsigned char> staging; // empty: reduced in the output
   void *data = nullptr;
   std::vector<MPI_Request> requests;
+  // A started receive: each piece's expected count and, once a progress
+  // call completed them (done), their statuses.
+  bool recv = false, done = false;
+  int64_t peer = -1;
+  std::vector<int> expect;
+  std::vector<MPI_Status> statuses;
 };
+
+/// A started receive's pieces came whole (a longer one fails in MPI with
+/// MPI_ERR_TRUNCATE; a shorter one would leave stale data).
+par_status_t checkReceived(State &s, const BucketRequest &r) {
+  for (size_t i = 0; i < r.expect.size(); ++i) {
+    int got = 0;
+    MPI_Get_count(const_cast<MPI_Status *>(&r.statuses[i]), r.type, &got);
+    if (got != r.expect[i])
+      return fail(s, PAR_ERR_COMMUNICATION,
+                  "received " + std::to_string(got) + " elements from rank " +
+                      std::to_string(r.peer) + ", expected " +
+                      std::to_string(r.expect[i]));
+  }
+  return PAR_OK;
+}
 
 } // namespace
 
@@ -422,10 +443,50 @@ par_status_t par::rt::mpi::gatherStart(State &s,
   return PAR_OK;
 }
 
+par_status_t par::rt::mpi::recvStart(void *state, void *out, int64_t count,
+                                     int32_t dtype, int64_t peer, int64_t tag,
+                                     void **request) {
+  State &s = st(state);
+  *request = nullptr;
+  auto *r = new BucketRequest;
+  r->recv = true;
+  r->peer = peer;
+  r->type = moveType(dtype);
+  int64_t es = dtypeSize(dtype);
+  int64_t pieces = count == 0 ? 1 : (count + kPiece - 1) / kPiece;
+  for (int64_t off = 0; pieces--; off += kPiece) {
+    int piece = int(std::min(kPiece, count - off));
+    MPI_Request req;
+    int rc = MPI_Irecv(static_cast<unsigned char *>(out) + off * es, piece,
+                       r->type, int(peer), int(tag), s.peers, &req);
+    if (rc != MPI_SUCCESS) {
+      // The pieces already posted complete into `out`, which the caller
+      // keeps until the job ends (the failure ends it).
+      delete r;
+      return mpiError(s, "MPI_Irecv", rc);
+    }
+    r->requests.push_back(req);
+    r->expect.push_back(piece);
+  }
+  r->statuses.resize(r->requests.size());
+  s.pendingBuckets.insert(r);
+  *request = r;
+  return PAR_OK;
+}
+
 par_status_t par::rt::mpi::bucketWait(void *state, void *request) {
   State &s = st(state);
   auto *r = static_cast<BucketRequest *>(request);
   s.pendingBuckets.erase(r);
+  if (r->recv) {
+    int rc = r->done ? MPI_SUCCESS
+                     : MPI_Waitall(int(r->requests.size()),
+                                   r->requests.data(), r->statuses.data());
+    par_status_t st = rc == MPI_SUCCESS ? checkReceived(s, *r)
+                                        : mpiError(s, "MPI_Waitall", rc);
+    delete r;
+    return st;
+  }
   int rc = MPI_Waitall(int(r->requests.size()), r->requests.data(),
                        MPI_STATUSES_IGNORE);
   if (rc != MPI_SUCCESS) {
@@ -462,10 +523,18 @@ par_status_t par::rt::mpi::bucketProgress(void *state) {
   State &s = st(state);
   for (void *p : s.pendingBuckets) {
     auto *r = static_cast<BucketRequest *>(p);
+    if (r->done)
+      continue;
     int done = 0;
     PAR_MPI_CHECK(s, "MPI_Testall",
                   MPI_Testall(int(r->requests.size()), r->requests.data(),
-                              &done, MPI_STATUSES_IGNORE));
+                              &done,
+                              r->recv ? r->statuses.data()
+                                      : MPI_STATUSES_IGNORE));
+    // A receive's statuses are kept for its wait (its requests are now
+    // MPI_REQUEST_NULL, whose statuses would read empty).
+    if (r->recv && done)
+      r->done = true;
   }
   return PAR_OK;
 }

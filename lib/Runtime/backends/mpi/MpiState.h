@@ -115,7 +115,11 @@ par_status_t bucketStart(State &s, const par_rt_backend_group_t *g,
 par_status_t gatherStart(State &s, const par_rt_backend_group_t *g,
                          MPI_Comm comm, const void *in, void *out, int64_t C,
                          int64_t D, int32_t dtype, void **request);
-/// Completes a started bucket or all-gather.
+/// A started receive: MPI_Irecv of each piece on the peers' communicator;
+/// the wait checks that each piece came whole (as recv does).
+par_status_t recvStart(void *state, void *out, int64_t count, int32_t dtype,
+                       int64_t peer, int64_t tag, void **request);
+/// Completes a started bucket, all-gather or receive.
 par_status_t bucketWait(void *state, void *request);
 /// MPI_Testall on every pending bucket: OpenMPI advances a nonblocking
 /// collective mostly inside MPI calls, and this one runs at kernel entries.
