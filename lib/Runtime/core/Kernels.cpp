@@ -373,8 +373,6 @@ par_status_t par::rt::waitRequest(par_rt_context_t &ctx, int64_t request) {
   void *backendRequest = it->second;
   ctx.requests.erase(it);
   ctx.requestAxes.erase(request);
-  if (!backendRequest) // a receive done at its start (par_rt_recv_start)
-    return PAR_OK;
   auto deferred = ctx.deferredGathers.find(request);
   if (deferred != ctx.deferredGathers.end()) {
     // The held-back transfer, blocking, now.
@@ -389,6 +387,8 @@ par_status_t par::rt::waitRequest(par_rt_context_t &ctx, int64_t request) {
                                                     d.in, d.out, d.C, d.D,
                                                     d.dtype));
   }
+  if (!backendRequest) // a receive done at its start (par_rt_recv_start)
+    return PAR_OK;
   return backendStatus(ctx, ctx.device,
                        ctx.device.ops->bucket_wait(ctx.device.state,
                                                    backendRequest));
