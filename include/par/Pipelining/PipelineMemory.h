@@ -71,9 +71,9 @@ struct PipelineHeld {
 ///   size_t numParams(int64_t stage);
 ///   Buf receive(const pipeline::Action &): received, or started (its
 ///       buffer then untouched until ready);
-///   void ready(const Buf &): a compute takes the buffer (an activation or
-///       gradient, received or the rank's own): its receive, if started,
-///       completes;
+///   void ready(const Buf &): a compute is about to take the buffer (an
+///       activation or gradient, received or the rank's own): its
+///       receive, if started, completes;
 ///   void send(const pipeline::Action &, const Buf &): started; the buffer
 ///       stays untouched until waitSends;
 ///   void waitSends(): completes every send started.
@@ -86,6 +86,7 @@ public:
       : be(backend), S(numStages) {}
 
   void run(const pipeline::Action &a) {
+    awaitInputs(a); // a no-op where the driver did it first
     switch (a.op) {
     case pipeline::Op::F: forward(a); break;
     case pipeline::Op::B: backward(a); break;
@@ -95,8 +96,9 @@ public:
     }
   }
 
-  /// Completes the started receives of what compute `a` reads (before its
-  /// time is taken: the wait is the transfer's, not the action's).
+  /// Completes the started receives of what compute `a` reads. run does it
+  /// too; a driver that times the action calls it first (the wait is the
+  /// transfer's, not the action's).
   void awaitInputs(const pipeline::Action &a) {
     auto ready = [&](std::map<Key, Buf> &pool, Key key) {
       auto it = pool.find(key);
@@ -156,10 +158,8 @@ private:
   Buf outputGradient(const pipeline::Action &a, const char *what) {
     if (a.stage + 1 >= S)
       return Buf();
-    Buf dy = take(grads, {a.mb, a.stage + 1},
-                  named(what, a) + " has no output gradient");
-    be.ready(dy);
-    return dy;
+    return take(grads, {a.mb, a.stage + 1},
+                named(what, a) + " has no output gradient");
   }
 
   Buf unstash(const pipeline::Action &a) {
@@ -176,10 +176,8 @@ private:
   void forward(const pipeline::Action &a) {
     Key key{a.mb, a.stage};
     Buf x;
-    if (a.stage > 0) {
+    if (a.stage > 0)
       x = take(acts, key, named("F", a) + " has no input activation");
-      be.ready(x);
-    }
     std::vector<Buf> outs =
         be.call(StageCall::Forward, a, &x, nullptr, nullptr);
     if (a.stage + 1 == S)

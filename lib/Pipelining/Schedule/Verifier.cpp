@@ -345,6 +345,16 @@ private:
     reportDeadlock(blocked, pos);
   }
 
+  /// par-run's sends (Buffered, Posted): a send starts once its rank's
+  /// earlier sends are taken (false: r waits), after them in time.
+  bool startSend(int r, const Action &a, std::vector<double> &clock) {
+    if (inFlight[r] > 0)
+      return false;
+    checkInputs(r, a);
+    clock[r] = std::max(clock[r], takenAt[r]);
+    return true;
+  }
+
   /// A transfer under Transfers::Buffered: a send first waits until every
   /// earlier send of its rank has been taken by its receiver (par-run
   /// completes the sends in flight before it starts the next, and an
@@ -357,10 +367,8 @@ private:
   bool buffered(int r, const Action &a, std::vector<double> &clock) {
     bool act = isActTransfer(a.op);
     if (a.isSend()) {
-      if (inFlight[r] > 0)
+      if (!startSend(r, a, clock))
         return false;
-      checkInputs(r, a);
-      clock[r] = std::max(clock[r], takenAt[r]);
       channels[{r, a.peer, act}].push_back(
           {a.mb, a.stage, clock[r] + costs.comm});
       ++inFlight[r];
@@ -441,10 +449,8 @@ private:
   bool posted(int r, const Action &a, std::vector<double> &clock) {
     bool act = isActTransfer(a.op);
     if (a.isSend()) {
-      if (inFlight[r] > 0)
+      if (!startSend(r, a, clock))
         return false;
-      checkInputs(r, a);
-      clock[r] = std::max(clock[r], takenAt[r]);
       std::deque<Message> &waiting = postedRecvs[{r, a.peer, act}];
       if (waiting.empty()) {
         channels[{r, a.peer, act}].push_back(
