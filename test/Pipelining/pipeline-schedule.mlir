@@ -2,6 +2,8 @@
 // RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=1f1b diagram=true" | FileCheck %s
 // RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=2 --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=gpipe micro-batches=4 diagram=true" | FileCheck %s --check-prefix=GPIPE
 // RUN: par-opt %S/Inputs/pipeline-mlp.mlir --par-pipeline-split=stages=4 --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=interleaved virtual=2 micro-batches=4" --par-verify-pipeline | FileCheck %s --check-prefix=INTER
+// RUN: par-opt %S/Inputs/pipeline-mlp.mlir "--par-pipeline-split=stages=4 split-backward=true" --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=zbv virtual=2 micro-batches=4 diagram=true" --par-verify-pipeline | FileCheck %s --check-prefix=ZBV
+// RUN: par-opt %S/Inputs/pipeline-mlp.mlir "--par-pipeline-split=stages=4 split-backward=true" --par-autodiff "--par-optimizer=micro-batches=4" "--par-pipeline-schedule=schedule=zbv virtual=2 micro-batches=4 diagram=true stage-costs=false" --par-verify-pipeline | FileCheck %s --check-prefix=ZBVUNIT
 
 // Tests the pipeline programs in the IR: 1F1B over the "pp" axis (2 ranks)
 // with 4 micro-batches. The timeline (unit costs: F = 1, B = 2) has the
@@ -58,3 +60,16 @@
 // ZB-SAME:    %arg1: tensor<16x64xf32>, %arg2: tensor<64x4xf32>, %arg3: tensor<8x16xf32> {par.param, par.sharding
 // ZB-SAME:    par.stage_part = "input"
 // ZB-NOT:   func.func @loss_s1_bi_update
+
+// ZB-V list-schedules on each stage's estimated costs (its functions'
+// FLOPs + 4 per byte, scaled to a mean forward of 1): stage 0 has no input
+// gradient, so its BI is the floor (0.01) and its BW the whole backward,
+// more than its forward; the layers differ (the third stage's 16x64 matmul
+// costs more than the first two's 16x16). stage-costs=false keeps unit
+// costs. Both verify.
+// ZBV: par-pipeline-schedule: zbv p=2 m=4 v=2 (estimated stage costs F:BI:BW [[F0:[0-9.]+]]:0.01:1.{{[0-9]+}}, [[F0]]:{{[0-9.]+}}:{{[0-9.]+}}, 1.9{{[0-9]+}}:{{[0-9.]+}}:{{[0-9.]+}}, 0.{{[0-9]+}}:{{[0-9.]+}}:{{[0-9.]+}})
+// ZBV: rank 0 | F0.0@0-[[F0]] F1.0@
+// ZBV: schedule = "zbv"
+// ZBVUNIT: par-pipeline-schedule: zbv p=2 m=4 v=2 (unit costs: F=1, B=2)
+// ZBVUNIT: rank 0 | F0.0 F1.0 F2.0 F0.1 B0.1
+// ZBVUNIT: schedule = "zbv"

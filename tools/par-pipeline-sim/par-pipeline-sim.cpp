@@ -34,7 +34,8 @@ namespace {
 const char *kUsage =
     "usage: par-pipeline-sim --schedule gpipe|1f1b|interleaved|zbh1|zbv -p N"
     " -m M [-v V]\n"
-    "                        [--tf X --tb X --tbi X --tbw X --comm X]\n"
+    "                        [--tf X --tb X --tbi X --tbw X --comm X]"
+    " [--stage-costs LIST]\n"
     "                        [--diagram] [--programs] [--json] [--buffered]\n"
     "       par-pipeline-sim --verify-file FILE [cost options] [--diagram]"
     " [--json] [--buffered]\n"
@@ -53,6 +54,10 @@ const char *kUsage =
     "  --tf --tb --tbi --tbw --comm\n"
     "                   action costs (default 1, 2, 1, 1, 0); T_B = T_BI +"
     " T_BW\n"
+    "  --stage-costs L  each stage's own costs, stage 0 first: F:B,F:B,..."
+    " (or F:BI:BW\n"
+    "                   for zbh1 and zbv); the uniform costs become their"
+    " means\n"
     "  --diagram        add a timeline: one line per rank, one column per time"
     " unit\n"
     "  --programs       print the per-rank programs (the --verify-file"
@@ -106,6 +111,7 @@ struct Options {
   long p = -1, m = -1, v = -1;
   Costs costs;
   bool haveTb = false, haveTbi = false, haveTbw = false;
+  std::string stageCosts; // --stage-costs, parsed once the shape is known
   bool diagram = false, programs = false, json = false, sweep = false;
   bool buffered = false; // --buffered
   bool posted = false;   // --posted
@@ -196,6 +202,11 @@ std::string parseArgs(int argc, char **argv, Options &o, bool &help) {
     } else if (arg == "--tbw") {
       ok = takeValue() && parseReal(arg, value, o.costs.bw, error);
       o.haveTbw = true;
+    } else if (arg == "--stage-costs") {
+      ok = takeValue();
+      o.stageCosts = value;
+      if (ok && value.empty())
+        return "--stage-costs needs a list (F:B,F:B,... or F:BI:BW,...)";
     } else if (arg == "--comm") {
       ok = takeValue() && parseReal(arg, value, o.costs.comm, error);
     } else if (arg == "--verify-file") {
@@ -240,8 +251,79 @@ std::string parseArgs(int argc, char **argv, Options &o, bool &help) {
   return "";
 }
 
+/// --stage-costs' list into costs.stages, for a shape whose backward is
+/// split or not; the uniform costs become the stages' means.
+std::string applyStageCosts(const std::string &list,
+                            const PipelineShape &shape, Costs &c) {
+  if (list.empty())
+    return "";
+  c.stages.clear();
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    std::string item = list.substr(start, end == std::string::npos
+                                              ? std::string::npos
+                                              : end - start);
+    std::vector<double> v;
+    size_t at = 0;
+    std::string error;
+    while (at <= item.size()) {
+      size_t colon = item.find(':', at);
+      std::string text = item.substr(
+          at, colon == std::string::npos ? std::string::npos : colon - at);
+      double x = 0;
+      if (!parseReal("--stage-costs", text, x, error))
+        return error + " (in stage " + std::to_string(c.stages.size()) +
+               "'s '" + item + "')";
+      v.push_back(x);
+      if (colon == std::string::npos)
+        break;
+      at = colon + 1;
+    }
+    size_t want = shape.splitBackward ? 3 : 2;
+    if (v.size() != want)
+      return "--stage-costs: stage " + std::to_string(c.stages.size()) +
+             " has '" + item + "'; " + getScheduleName(ScheduleKind::ZBH1) +
+             " and zbv take F:BI:BW per stage, the others F:B";
+    StageCosts k;
+    k.f = v[0];
+    if (shape.splitBackward) {
+      k.bi = v[1];
+      k.bw = v[2];
+      k.b = k.bi + k.bw;
+    } else {
+      k.b = v[1];
+      k.bi = k.bw = k.b / 2;
+    }
+    c.stages.push_back(k);
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+  double n = static_cast<double>(c.stages.size());
+  c.f = c.b = c.bi = c.bw = 0;
+  for (const StageCosts &k : c.stages) {
+    c.f += k.f / n;
+    c.b += k.b / n;
+    c.bi += k.bi / n;
+    c.bw += k.bw / n;
+  }
+  return "";
+}
+
 std::string costsText(const PipelineShape &shape, const Costs &c) {
-  std::string s = "T_F=" + num(c.f);
+  std::string s;
+  if (!c.stages.empty()) {
+    s = "per stage (F:" + std::string(shape.splitBackward ? "BI:BW" : "B") +
+        ") ";
+    for (size_t i = 0; i < c.stages.size(); ++i) {
+      const StageCosts &k = c.stages[i];
+      s += (i ? "," : "") + num(k.f) + ":" +
+           (shape.splitBackward ? num(k.bi) + ":" + num(k.bw) : num(k.b));
+    }
+    s += ", means ";
+  }
+  s += "T_F=" + num(c.f);
   if (shape.splitBackward)
     s += " T_BI=" + num(c.bi) + " T_BW=" + num(c.bw);
   else
@@ -391,6 +473,16 @@ bool zbh1OfSameModel(const ScheduleConfig &zbv, Timetable &tt) {
   h1.costs.b *= 2;
   h1.costs.bi *= 2;
   h1.costs.bw *= 2;
+  // Per-stage costs: H1's stage r is the V model's stages 2r and 2r+1.
+  h1.costs.stages.clear();
+  for (size_t s = 0; s + 1 < zbv.costs.stages.size(); s += 2) {
+    StageCosts a = zbv.costs.stages[s], b = zbv.costs.stages[s + 1];
+    a.f += b.f;
+    a.b += b.b;
+    a.bi += b.bi;
+    a.bw += b.bw;
+    h1.costs.stages.push_back(a);
+  }
   std::string error;
   return buildTimetable(h1, tt, error);
 }
@@ -400,7 +492,8 @@ void printAgainstZBH1(const ScheduleConfig &config, const Metrics &mt) {
   if (!zbh1OfSameModel(config, h1))
     return;
   Metrics hm = computeMetrics(h1);
-  std::printf("zbh1 on the same model (one stage per rank, costs x2): "
+  std::printf("zbh1 on the same model (one stage per rank, two of zbv's "
+              "chunks each): "
               "makespan %s, bubble ratio %s, peak activations on rank 0 %d "
               "(= %d chunks); zbv/zbh1 makespan %s\n",
               num(hm.makespan).c_str(), fixed(hm.bubbleRatio).c_str(),
@@ -429,6 +522,11 @@ int runSchedule(const Options &o) {
   if (o.p != config.shape.p || o.m != config.shape.m)
     return fail("-p/-m out of range");
   std::string error = validateConfig(config);
+  if (error.empty() && !o.stageCosts.empty()) {
+    error = applyStageCosts(o.stageCosts, config.shape, config.costs);
+    if (error.empty())
+      error = validateConfig(config);
+  }
   if (!error.empty())
     return fail(error);
   Timetable tt;
@@ -742,6 +840,9 @@ int main(int argc, char **argv) {
   }
   if (!error.empty())
     return fail(error);
+  if (!o.stageCosts.empty() && (!o.verifyFile.empty() || o.sweep))
+    return fail("--stage-costs goes with --schedule only (not --verify-file "
+                "or --sweep)");
   if (!o.verifyFile.empty())
     return runVerifyFile(o);
   if (o.sweep)

@@ -85,7 +85,16 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
     each stage's functions (`backward`, `input_grad`, `weight_grad` from
     their `par.grad`, `update` from `par.update`) and records the split
     function's train step (`par.step`) and logits function (`par.logits`).
-    With `diagram=true` it prints the schedule's timeline (unit costs).
+    With `diagram=true` it prints the schedule's timeline.
+
+    ZB-V's orders are list-scheduled on the actions' costs, and stages
+    differ (the first has no input gradient, so its BI is empty and its BW
+    the whole backward; the last computes the loss). With `stage-costs`
+    (the default) zbv weighs each stage's actions by its functions' cost
+    (FLOPs + 4 per byte, OpCost.h, scaled to a mean forward of 1): F the
+    forward, B the backward less its recomputed forward, BI the input
+    gradient's likewise, BW = B - BI (the stash's halves). The other
+    schedules' orders do not depend on costs; they keep unit costs.
 
     ```mlir
     #par.pipeline<func = @loss, stages = [#par.stage<forward = @loss_s0_fwd,
@@ -106,7 +115,10 @@ def PipelineSchedule : Pass<"par-pipeline-schedule", "ModuleOp"> {
     Option<"axis", "axis", "std::string", /*default=*/"\"pp\"",
            "The pipeline mesh axis">,
     Option<"diagram", "diagram", "bool", /*default=*/"false",
-           "Print the schedule's timeline">
+           "Print the schedule's timeline">,
+    Option<"stageCosts", "stage-costs", "bool", /*default=*/"true",
+           "zbv: order by each stage's estimated action costs (false: unit "
+           "costs)">
   ];
 }
 

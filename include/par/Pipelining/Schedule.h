@@ -80,23 +80,41 @@ struct PipelineShape {
 /// (zbh1, zbv) and the V placement (zbv).
 void applyScheduleKind(ScheduleKind kind, PipelineShape &shape);
 
-/// Cost of one action, in arbitrary time units. `b` is the full backward;
-/// `bi` and `bw` the two halves of a split one. `comm` is the latency of
-/// one transfer between stages on different ranks (0: free).
-struct Costs {
-  double f = 1;
-  double b = 2;
-  double bi = 1;
-  double bw = 1;
-  double comm = 0;
-};
-
 /// Every action a pipeline rank runs. For transfers, `stage` names the
 /// boundary by the stage whose *input* the tensor belongs to: act(mb, s) is
 /// the output of stage s-1 that stage s consumes, grad(mb, s) is the
 /// gradient of stage s's input that stage s-1 consumes. So 1 <= s < S.
 enum class Op : uint8_t { F, B, BI, BW, SendAct, RecvAct, SendGrad, RecvGrad };
 
+/// One stage's action costs, in the units of Costs.
+struct StageCosts {
+  double f = 1;
+  double b = 2;
+  double bi = 1;
+  double bw = 1;
+};
+
+/// Cost of one action, in arbitrary time units. `b` is the full backward;
+/// `bi` and `bw` the two halves of a split one. `comm` is the latency of
+/// one transfer between stages on different ranks (0: free). `stages`, when
+/// not empty, gives each stage its own costs (one entry per stage; the
+/// uniform ones then stand for a mean stage in formulas): stages differ
+/// (the first has no input gradient, so its BI is empty and its BW the
+/// whole backward; the last computes the loss), and ZB-V's list schedule
+/// orders its actions by what they cost.
+struct Costs {
+  double f = 1;
+  double b = 2;
+  double bi = 1;
+  double bw = 1;
+  double comm = 0;
+  std::vector<StageCosts> stages;
+
+  /// The cost of `op` on `stage` (0 for transfers).
+  double of(Op op, int stage) const;
+};
+
+/// One action: see Op.
 struct Action {
   Op op = Op::F;
   int mb = 0;

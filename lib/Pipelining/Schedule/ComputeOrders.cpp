@@ -221,7 +221,7 @@ static bool zbvOrders(const PipelineShape &shape, const Costs &costs,
     }
     for (Rank &q : ranks)
       q.waiting = 0;
-    double cost = costOf(costs, pick.op);
+    double cost = costs.of(pick.op, pick.stage);
     int c = pick.stage == k.stage[0] ? 0 : 1;
     deps.finished(pick, t + cost);
     if (pick.op == Op::F) {

@@ -82,7 +82,43 @@ std::string validateConfig(ScheduleConfig &config) {
   }
   if (!validCost(c.comm, true))
     return "T_comm must be zero or positive (got " + formatNumber(c.comm) + ")";
+  if (!c.stages.empty()) {
+    if (static_cast<int>(c.stages.size()) != shape.numStages())
+      return "per-stage costs need one entry per stage: " +
+             std::to_string(shape.numStages()) + " stages, " +
+             std::to_string(c.stages.size()) + " given";
+    for (size_t s = 0; s < c.stages.size(); ++s) {
+      const StageCosts &k = c.stages[s];
+      bool ok = validCost(k.f, false) &&
+                (shape.splitBackward
+                     ? validCost(k.bi, false) && validCost(k.bw, false)
+                     : validCost(k.b, false));
+      if (!ok)
+        return "stage " + std::to_string(s) +
+               "'s costs must be positive numbers (T_F " + formatNumber(k.f) +
+               (shape.splitBackward ? ", T_BI " + formatNumber(k.bi) +
+                                          ", T_BW " + formatNumber(k.bw)
+                                    : ", T_B " + formatNumber(k.b)) +
+               ")";
+    }
+  }
   return "";
+}
+
+double Costs::of(Op op, int stage) const {
+  bool own = stage >= 0 && static_cast<size_t>(stage) < stages.size();
+  switch (op) {
+  case Op::F:
+    return own ? stages[stage].f : f;
+  case Op::B:
+    return own ? stages[stage].b : b;
+  case Op::BI:
+    return own ? stages[stage].bi : bi;
+  case Op::BW:
+    return own ? stages[stage].bw : bw;
+  default:
+    return 0;
+  }
 }
 
 } // namespace pipeline

@@ -72,20 +72,6 @@ inline Action compute(Op op, int mb, int stage) {
   return Action{op, mb, stage, -1};
 }
 
-inline double costOf(const Costs &costs, Op op) {
-  switch (op) {
-  case Op::F:
-    return costs.f;
-  case Op::B:
-    return costs.b;
-  case Op::BI:
-    return costs.bi;
-  case Op::BW:
-    return costs.bw;
-  default:
-    return 0;
-  }
-}
 
 /// The backward action that produces the input gradient: B or BI.
 inline Op gradOp(const PipelineShape &shape) {

@@ -80,7 +80,7 @@ bool simulateTimetable(const PipelineShape &shape, const Programs &orders,
         if (ready < 0)
           break;
         TimedAction t{a, std::max(freeAt[r], ready), 0};
-        t.end = t.start + costOf(costs, a.op);
+        t.end = t.start + costs.of(a.op, a.stage);
         freeAt[r] = t.end;
         deps.finished(a, t.end);
         out.makespan = std::max(out.makespan, t.end);
@@ -121,7 +121,7 @@ double simulateShared(const Timetable &table,
         continue;
       double ready = deps.readyAt(order[pos[r]].action);
       if (ready >= 0 && ready <= now)
-        left[r] = costOf(table.costs, order[pos[r]].action.op);
+        left[r] = table.costs.of(order[pos[r]].action.op, order[pos[r]].action.stage);
       else if (ready > now)
         nextReady = std::min(nextReady, ready);
     }

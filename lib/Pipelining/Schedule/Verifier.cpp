@@ -286,7 +286,7 @@ private:
               break; // r waits for its posted receive's message
             checkInputs(r, *a);
             markDone(*a);
-            clock[r] += costOf(costs, a->op);
+            clock[r] += costs.of(a->op, a->stage);
             ++pos[r];
             progress = true;
             continue;

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "par/Dialect/Par/Analysis/OpCost.h"
 #include "par/Pipelining/Passes.h"
 
 #define DEBUG_TYPE "par-pipeline-schedule"
@@ -38,6 +39,66 @@ SmallVector<StageAttr> completeStages(PipelineAttr pipe, LinkFn linked) {
         linked(st.getLoss(), ParDialect::kUpdateAttrName),
         st.getStashForward(), st.getStashBackward(), st.getStashInputGrad(),
         st.getStashWeightGrad()));
+  return out;
+}
+
+/// Each stage's action costs from its functions (see the pass's
+/// description), scaled so that the mean forward costs 1. Empty when a
+/// stage lacks a function they need.
+/// The diagram's note on the costs it was timed with.
+std::string costsNote(const pl::Costs &costs) {
+  if (costs.stages.empty())
+    return " (unit costs: F=1, B=2)";
+  std::string s = " (estimated stage costs F:BI:BW";
+  for (size_t i = 0; i < costs.stages.size(); ++i) {
+    const pl::StageCosts &k = costs.stages[i];
+    s += (i ? ", " : " ") + pl::formatNumber(k.f) + ":" +
+         pl::formatNumber(k.bi) + ":" + pl::formatNumber(k.bw);
+  }
+  return s + ")";
+}
+
+template <typename LookupFn>
+std::vector<pl::StageCosts>
+estimateStageCosts(ArrayRef<StageAttr> stages, bool split, LookupFn lookup) {
+  std::vector<pl::StageCosts> out;
+  for (StageAttr st : stages) {
+    FunctionOpInterface fwd = lookup(st.getForward(), StringRef());
+    FunctionOpInterface loss = lookup(st.getLoss(), StringRef());
+    FunctionOpInterface grad = lookup(st.getLoss(), ParDialect::kGradAttrName);
+    if (!fwd || !loss || !grad)
+      return {};
+    pl::StageCosts k;
+    k.f = getFunctionCost(fwd);
+    double lossCost = getFunctionCost(loss);
+    k.b = std::max(getFunctionCost(grad) - lossCost, 0.0);
+    k.bi = 0;
+    if (split && st.getInputLoss()) {
+      FunctionOpInterface in = lookup(st.getInputLoss(), StringRef());
+      FunctionOpInterface inGrad =
+          lookup(st.getInputLoss(), ParDialect::kGradAttrName);
+      if (!in || !inGrad)
+        return {};
+      k.bi = std::clamp(getFunctionCost(inGrad) - getFunctionCost(in), 0.0,
+                        k.b);
+    }
+    k.bw = k.b - k.bi;
+    out.push_back(k);
+  }
+  double meanF = 0;
+  for (const pl::StageCosts &k : out)
+    meanF += k.f / out.size();
+  if (!(meanF > 0))
+    return {};
+  // An empty half (the first stage's BI) still takes a call: a hundredth
+  // of a forward.
+  const double least = 0.01;
+  for (pl::StageCosts &k : out) {
+    k.f = std::max(k.f / meanF, least);
+    k.bi = std::max(k.bi / meanF, least);
+    k.bw = std::max(k.bw / meanF, least);
+    k.b = split ? k.bi + k.bw : std::max(k.b / meanF, least);
+  }
   return out;
 }
 
@@ -136,6 +197,29 @@ struct PipelineSchedulePass
     config.shape.m = m;
     config.shape.v = virtualStages;
     std::string error = pl::validateConfig(config);
+    if (error.empty() && stageCosts && config.kind == pl::ScheduleKind::ZBV) {
+      auto lookup = [&](FlatSymbolRefAttr sym,
+                        StringRef link) -> FunctionOpInterface {
+        auto fn = dyn_cast_or_null<FunctionOpInterface>(
+            sym ? module.lookupSymbol(sym) : nullptr);
+        return fn && !link.empty() ? getLinkedFunction(fn, link) : fn;
+      };
+      config.costs.stages = estimateStageCosts(
+          pipe.getStages(), config.shape.splitBackward, lookup);
+      // The uniform costs: the stages' means (for the formulas).
+      if (!config.costs.stages.empty()) {
+        pl::Costs &c = config.costs;
+        double n = static_cast<double>(c.stages.size());
+        c.f = c.b = c.bi = c.bw = 0;
+        for (const pl::StageCosts &k : c.stages) {
+          c.f += k.f / n;
+          c.b += k.b / n;
+          c.bi += k.bi / n;
+          c.bw += k.bw / n;
+        }
+        error = pl::validateConfig(config);
+      }
+    }
     pl::Timetable timetable;
     if (error.empty())
       pl::buildTimetable(config, timetable, error);
@@ -171,7 +255,7 @@ struct PipelineSchedulePass
       llvm::outs() << "par-pipeline-schedule: " << schedule << " p=" << p
                    << " m=" << m
                    << " v=" << static_cast<int64_t>(virtualStages)
-                   << " (unit costs: F=1, B=2)\n"
+                   << costsNote(config.costs) << "\n"
                    << pl::renderDiagram(timetable) << "  bubble fraction "
                    << pl::formatNumber(metrics.bubbleFraction)
                    << ", peak activations on rank 0: "

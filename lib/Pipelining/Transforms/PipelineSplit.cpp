@@ -38,19 +38,6 @@ using namespace mlir::par;
 
 namespace {
 
-/// Flop-equivalents per byte moved in the cost model: a core does a few
-/// flops in the time it streams one byte from memory.
-constexpr double kFlopsPerByte = 4.0;
-
-double costOf(Operation *op) {
-  double bytes = 0;
-  for (Value v : op->getOperands())
-    bytes += getTensorBytes(v.getType());
-  for (Type t : op->getResultTypes())
-    bytes += getTensorBytes(t);
-  return getOpFlops(op) + kFlopsPerByte * bytes;
-}
-
 struct PipelineSplitPass
     : public mlir::par::impl::PipelineSplitBase<PipelineSplitPass> {
   using PipelineSplitBase::PipelineSplitBase;
@@ -232,7 +219,7 @@ struct PipelineSplitPass
 
     SmallVector<double> prefix(n + 1, 0);
     for (int64_t i = 0; i < n; ++i)
-      prefix[i + 1] = prefix[i] + costOf(heavy[i]);
+      prefix[i + 1] = prefix[i] + getOpCost(heavy[i]);
     // Ends of stages: candidate indices into `ends` (cuts, then n-1).
     SmallVector<int64_t> ends(cuts);
     ends.push_back(n - 1);

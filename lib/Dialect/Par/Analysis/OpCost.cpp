@@ -34,3 +34,24 @@ int64_t mlir::par::getTensorBytes(Type t) {
   return tt.getNumElements() *
          std::max<int64_t>(1, tt.getElementTypeBitWidth() / 8);
 }
+
+double mlir::par::getOpCost(Operation *op) {
+  double bytes = 0;
+  for (Value v : op->getOperands())
+    bytes += getTensorBytes(v.getType());
+  for (Type t : op->getResultTypes())
+    bytes += getTensorBytes(t);
+  return getOpFlops(op) + kFlopsPerByte * bytes;
+}
+
+double mlir::par::getFunctionCost(FunctionOpInterface fn) {
+  double cost = 0;
+  fn->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == fn.getOperation())
+      return WalkResult::advance();
+    cost += getOpCost(op);
+    return isa<linalg::LinalgOp>(op) ? WalkResult::skip()
+                                     : WalkResult::advance();
+  });
+  return cost;
+}

@@ -1,8 +1,9 @@
 //===- OpCost.h - The arithmetic an op does ---------------------*- C++ -*-===//
 //
 // One count of an op's arithmetic for every pass that weighs ops: the
-// pipeline split balances stages by it (and by bytes), par-recompute
-// reports the forward FLOPs it adds (and the bytes it no longer saves).
+// pipeline split balances stages by it (and by bytes), the pipeline
+// schedule weighs each stage's actions by it, par-recompute reports the
+// forward FLOPs it adds (and the bytes it no longer saves).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #define PAR_DIALECT_PAR_ANALYSIS_OPCOST_H
 
 #include "mlir/IR/Operation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace mlir::par {
 
@@ -22,6 +24,18 @@ double getOpFlops(Operation *op);
 /// Bytes of a tensor of static shape (elements x element bytes, at least
 /// one byte per element); 0 for anything else.
 int64_t getTensorBytes(Type t);
+
+/// Flop-equivalents per byte moved in the cost model: a core does a few
+/// flops in the time it streams one byte from memory.
+constexpr double kFlopsPerByte = 4.0;
+
+/// An op's cost: its FLOPs plus kFlopsPerByte per byte of its tensor
+/// operands and results.
+double getOpCost(Operation *op);
+
+/// A function's cost: the sum of getOpCost over the ops of its body (a
+/// linalg op counted once, with its body).
+double getFunctionCost(FunctionOpInterface fn);
 
 } // namespace mlir::par
 
