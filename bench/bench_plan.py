@@ -10,10 +10,9 @@ with the table's GPU count, tp, pp and global batch for
   * the paper's setting: --config "tp=.. pp=.. m=B/dp recompute=full
     schedule=1f1b precision=f16 grad-reduce=compute" (micro-batch 1, no
     sequence parallelism; the data-parallel gradients all-reduced in fp16,
-    as Megatron does without --accumulate-allreduce-grads-in-fp32); with
-    pp > 1 recompute=none, as par's pipelined backward recomputes its
-    stage's forward itself (the same work as Megatron's full
-    recomputation);
+    as Megatron does without --accumulate-allreduce-grads-in-fp32), full
+    recomputation pipelined or not (par's pipelined forwards keep their
+    residuals);
   * the best par-plan finds with tp and pp fixed (--tp --pp; any micro-batch,
     schedule, recomputation, sequence parallelism that fits).
 and prints predicted vs published TFLOP/s per GPU with the error per row,
@@ -79,13 +78,12 @@ def main():
              str(heads), "--vocab", "51200", "--dp", "1", "--tp", str(tp),
              "-o", model])
         dp = gpus // (tp * pp)
-        # Megatron's full recomputation is recompute=full unpipelined; a
-        # pipelined par program recomputes every stage's forward in its
-        # backward already (docs/Planning.md), which is the same work:
-        # recompute=full there would recompute it twice.
-        config = ("tp=%d pp=%d m=%d recompute=%s schedule=1f1b "
-                  "precision=f16 grad-reduce=compute" % (
-                      tp, pp, batch // dp, "full" if pp == 1 else "none"))
+        # Megatron's full recomputation is recompute=full, pipelined or
+        # not: par's pipelined forwards keep their residuals
+        # (par-pipeline-stash, issue 41), so a stage's backward no longer
+        # recomputes its forward by itself.
+        config = ("tp=%d pp=%d m=%d recompute=full schedule=1f1b "
+                  "precision=f16 grad-reduce=compute" % (tp, pp, batch // dp))
         start = time.time()
         out = run([PLAN, model, "--machine", "a100", "--gpus", str(gpus),
                    "--global-batch", str(batch), "--config", config])

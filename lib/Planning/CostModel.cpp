@@ -471,15 +471,17 @@ bool mlir::par::planning::estimate(const ModelProfile &model,
       coreGemm += k.flops;
   double batch = static_cast<double>(globalBatch);
   e.modelFlops = 3 * gemm * batch;
-  // Recomputed per backward action (ZB-H1: two actions, BW redoing BI's
-  // input-gradient GEMMs, half the backward's: 1 forward's GEMMs).
+  // Recomputed per backward action: what recompute= asks, and with
+  // stash=false the stage's forward (ZB-H1: two actions, BW redoing BI's
+  // input-gradient GEMMs, half the backward's: 1 forward's GEMMs). A
+  // stashing pipeline redoes nothing of its own.
   double recomputedGemm = c.recompute == "full"        ? gemm
                           : c.recompute == "selective" ? coreGemm
                                                        : 0;
   e.hardwareFlops =
       e.modelFlops +
-      batch * (actions * ((pipelined ? gemm : 0) + recomputedGemm) +
-               (zb ? gemm : 0));
+      batch * (actions * ((redoStage ? gemm : 0) + recomputedGemm) +
+               (redoHalves ? gemm : 0));
   double devices = static_cast<double>(c.devices());
   e.tflopsPerDevice = e.hardwareFlops / (e.step * devices) / 1e12;
   e.mfu = e.modelFlops / (e.step * devices * peak);

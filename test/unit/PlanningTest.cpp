@@ -148,6 +148,13 @@ TEST(Planning, EstimateComposesTheTimetable) {
     // Two micro-batches in flight, each its stage's two layers' results.
     EXPECT_DOUBLE_EQ(e.inFlight, 2);
     EXPECT_DOUBLE_EQ(e.activations, 2 * 2e6);
+    // Hardware FLOPs: nothing redone, so the model's (3 x 4e11 x 4); with
+    // recompute=full one forward more (Megatron's 4/3).
+    EXPECT_DOUBLE_EQ(e.hardwareFlops, 3 * 4e11 * 4);
+    Configuration full = c;
+    full.recompute = "full";
+    ASSERT_TRUE(estimate(p, m, full, 4, e, error)) << error;
+    EXPECT_DOUBLE_EQ(e.hardwareFlops, 4 * 4e11 * 4);
   }
   c.stash = false;
   Estimate e;
@@ -172,8 +179,10 @@ TEST(Planning, EstimateComposesTheTimetable) {
   EXPECT_NEAR(e.step,
               e.forward + e.backward + e.recompute + e.bubble + e.optimizer,
               1e-9);
-  // Model FLOPs 3 x 4e11 x 4 samples.
+  // Model FLOPs 3 x 4e11 x 4 samples; stash=false redoes each stage's
+  // forward in its backward: one forward more in hardware FLOPs.
   EXPECT_DOUBLE_EQ(e.modelFlops, 3 * 4e11 * 4);
+  EXPECT_DOUBLE_EQ(e.hardwareFlops, 4 * 4e11 * 4);
 
   // ZeRO-1 over dp=2 halves the optimizer state and the gradients; tp=2
   // halves the split parameters.
