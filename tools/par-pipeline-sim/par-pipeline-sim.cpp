@@ -300,14 +300,7 @@ std::string applyStageCosts(const std::string &list,
       break;
     start = end + 1;
   }
-  double n = static_cast<double>(c.stages.size());
-  c.f = c.b = c.bi = c.bw = 0;
-  for (const StageCosts &k : c.stages) {
-    c.f += k.f / n;
-    c.b += k.b / n;
-    c.bi += k.bi / n;
-    c.bw += k.bw / n;
-  }
+  c.takeStageMeans();
   return "";
 }
 

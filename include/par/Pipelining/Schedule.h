@@ -112,6 +112,8 @@ struct Costs {
 
   /// The cost of `op` on `stage` (0 for transfers).
   double of(Op op, int stage) const;
+  /// Sets the uniform costs to the means of `stages` (if any).
+  void takeStageMeans();
 };
 
 /// One action: see Op.

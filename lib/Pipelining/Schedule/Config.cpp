@@ -105,6 +105,19 @@ std::string validateConfig(ScheduleConfig &config) {
   return "";
 }
 
+void Costs::takeStageMeans() {
+  if (stages.empty())
+    return;
+  double n = static_cast<double>(stages.size());
+  f = b = bi = bw = 0;
+  for (const StageCosts &k : stages) {
+    f += k.f / n;
+    b += k.b / n;
+    bi += k.bi / n;
+    bw += k.bw / n;
+  }
+}
+
 double Costs::of(Op op, int stage) const {
   bool own = stage >= 0 && static_cast<size_t>(stage) < stages.size();
   switch (op) {

@@ -208,15 +208,7 @@ struct PipelineSchedulePass
           pipe.getStages(), config.shape.splitBackward, lookup);
       // The uniform costs: the stages' means (for the formulas).
       if (!config.costs.stages.empty()) {
-        pl::Costs &c = config.costs;
-        double n = static_cast<double>(c.stages.size());
-        c.f = c.b = c.bi = c.bw = 0;
-        for (const pl::StageCosts &k : c.stages) {
-          c.f += k.f / n;
-          c.b += k.b / n;
-          c.bi += k.bi / n;
-          c.bw += k.bw / n;
-        }
+        config.costs.takeStageMeans();
         error = pl::validateConfig(config);
       }
     }
